@@ -1,0 +1,254 @@
+"""The one place where Databricks and the local engine differ.
+
+The pipeline configuration key `lakewatch.engine` picks the engine: `databricks` (the default, set
+by the bundle) or `local` (set by the local runner). Everything else in the pipeline definitions is
+plain PySpark that both engines run.
+
+| concern       | DatabricksEngine                                  | LocalEngine                                   |
+| ------------- | ------------------------------------------------- | --------------------------------------------- |
+| file source   | Auto Loader, `rescue` mode, `_rescued_data`        | text file stream + `rescue.rescue_json_lines` |
+| expectations  | `dp.expect_all`, `_or_drop`, `_or_fail`            | same actions enforced, counts via `observe`   |
+| delta sink    | `tableName` in the pipeline's catalog and schema   | a Delta `path` under the local home           |
+
+The local engine also records, per registration, what the runner needs to measure an update
+(`LOCAL_GRAPH`): which flows read which landing folders, and each dataset's expectations.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import expectations as X
+from pipelines.config import SOURCE_FILE, SOURCE_FILE_MTIME, TableSpec
+from pipelines.rescue import rescue_json_lines
+
+ENGINE_KEY = "lakewatch.engine"
+CATALOG_KEY = "lakewatch.catalog"
+SCHEMA_KEY = "lakewatch.schema"
+TABLES_CONFIG_KEY = "lakewatch.tables_config"
+LANDING_ROOT_KEY = "lakewatch.landing_root"
+SINK_ROOT_KEY = "lakewatch.sink_root"  # local engine only
+
+QueryFunction = Callable[[], DataFrame]
+Decorator = Callable[[QueryFunction], QueryFunction]
+
+
+def dq_metric_name(dataset: str) -> str:
+    """Name of the observed metric holding a dataset's expectation counts (local engine)."""
+    return f"lakewatch_dq:{dataset}"
+
+
+def output_metric_name(flow: str) -> str:
+    """Name of the observed metric holding a flow's written-row count (local engine)."""
+    return f"lakewatch_out:{flow}"
+
+
+class Engine(Protocol):
+    name: str
+
+    def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
+        """Streaming read of a landing folder: typed columns, `_rescued_data`, `_corrupt_record`,
+        `_source_file` and `_source_file_modification_time`."""
+        ...
+
+    def sink_options(self, spark: SparkSession, sink: str, schema_ddl: str) -> dict[str, str]:
+        """Options of a Delta sink created with `dp.create_sink`; `schema_ddl` is its rows' schema."""
+        ...
+
+    def register_file_source(self, flow: str, path: str) -> None:
+        """Notes that `flow` streams the files of `path` (the local runner measures its backlog)."""
+        ...
+
+    def query(
+        self,
+        dataset: str | None,
+        flow: str,
+        expectations: Sequence[X.Expectation] = (),
+        streaming: bool = True,
+    ) -> Decorator:
+        """Decorator for a dataset's (or append flow's) query function, placed under the `dp`
+        decorator: applies the expectations with their actions."""
+        ...
+
+
+def _metadata_columns() -> list:
+    return [
+        F.col("_metadata.file_path").alias(SOURCE_FILE),
+        F.col("_metadata.file_modification_time").alias(SOURCE_FILE_MTIME),
+    ]
+
+
+class DatabricksEngine:
+    name = "databricks"
+
+    def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
+        return (
+            spark.readStream.format("cloudFiles")
+            .option("cloudFiles.format", table.format)
+            .option("cloudFiles.schemaEvolutionMode", "rescue")
+            .option("rescuedDataColumn", "_rescued_data")
+            .option("columnNameOfCorruptRecord", "_corrupt_record")
+            .schema(f"{table.schema_ddl}, `_corrupt_record` STRING")
+            .load(path)
+            .select(
+                *[F.col(f"`{c}`") for c in table.column_names],
+                F.col("_rescued_data"),
+                F.col("_corrupt_record"),
+                *_metadata_columns(),
+            )
+        )
+
+    def sink_options(self, spark: SparkSession, sink: str, schema_ddl: str) -> dict[str, str]:
+        catalog = spark.conf.get(CATALOG_KEY)
+        schema = spark.conf.get(SCHEMA_KEY)
+        return {"tableName": f"{catalog}.{schema}.{sink}"}
+
+    def register_file_source(self, flow: str, path: str) -> None:
+        """Auto Loader reports backlog itself."""
+
+    def query(
+        self,
+        dataset: str | None,
+        flow: str,
+        expectations: Sequence[X.Expectation] = (),
+        streaming: bool = True,
+    ) -> Decorator:
+        def decorate(function: QueryFunction) -> QueryFunction:
+            from pyspark import pipelines as dp  # Databricks' dp carries the expect_all family
+
+            appliers = (
+                (X.Action.WARN, getattr(dp, "expect_all", None)),
+                (X.Action.DROP, getattr(dp, "expect_all_or_drop", None)),
+                (X.Action.FAIL, getattr(dp, "expect_all_or_fail", None)),
+            )
+            for action, apply in appliers:
+                rules = X.by_action(expectations, action)
+                if rules:
+                    if apply is None:
+                        raise RuntimeError(
+                            "this runtime's pyspark.pipelines has no expectations; "
+                            f"set {ENGINE_KEY}=local to run with the local engine"
+                        )
+                    function = apply(rules)(function)
+            return function
+
+        return decorate
+
+
+@dataclass
+class DatasetExpectations:
+    dataset: str
+    expectations: tuple[X.Expectation, ...]
+    streaming: bool
+    query: QueryFunction  # the dataset's query before expectations are applied
+
+
+@dataclass(frozen=True)
+class LocalSink:
+    name: str
+    path: str
+    schema_ddl: str
+
+
+@dataclass
+class LocalGraph:
+    """What the local engine learned while the definitions were registered."""
+
+    file_sources: dict[str, str] = field(default_factory=dict)  # flow name -> landing folder
+    expectations: dict[str, DatasetExpectations] = field(default_factory=dict)
+    measured_flows: set[str] = field(default_factory=set)
+    sinks: dict[str, LocalSink] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.sinks.clear()
+        self.file_sources.clear()
+        self.expectations.clear()
+        self.measured_flows.clear()
+
+
+LOCAL_GRAPH = LocalGraph()
+
+
+def enforce(df: DataFrame, dataset: str, expectations: Sequence[X.Expectation], streaming: bool) -> DataFrame:
+    """Applies expectation actions as Databricks does; on streams also counts passed/failed rows."""
+    if expectations and streaming:
+        df = df.observe(
+            dq_metric_name(dataset),
+            *X.count_columns(expectations),
+            F.count_if(~X.all_pass(expectations, X.Action.DROP)).alias(X.DROPPED_METRIC),
+        )
+    if any(e.action == X.Action.FAIL for e in expectations):
+        df = df.where(
+            F.when(X.all_pass(expectations, X.Action.FAIL), F.lit(True)).otherwise(
+                F.raise_error(X.fail_message(dataset, expectations))
+            )
+        )
+    if any(e.action == X.Action.DROP for e in expectations):
+        df = df.where(X.all_pass(expectations, X.Action.DROP))
+    return df
+
+
+class LocalEngine:
+    name = "local"
+
+    def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
+        lines = spark.readStream.format("text").load(path).select(F.col("value"), *_metadata_columns())
+        return rescue_json_lines(
+            lines, table.columns, line="value", file_path=SOURCE_FILE,
+            passthrough=(SOURCE_FILE, SOURCE_FILE_MTIME),
+        )
+
+    def sink_options(self, spark: SparkSession, sink: str, schema_ddl: str) -> dict[str, str]:
+        root = spark.conf.get(SINK_ROOT_KEY)
+        path = f"{root.rstrip('/')}/{sink}"
+        LOCAL_GRAPH.sinks[sink] = LocalSink(sink, path, schema_ddl)
+        return {"path": path}
+
+    def register_file_source(self, flow: str, path: str) -> None:
+        LOCAL_GRAPH.file_sources[flow] = path
+
+    def query(
+        self,
+        dataset: str | None,
+        flow: str,
+        expectations: Sequence[X.Expectation] = (),
+        streaming: bool = True,
+    ) -> Decorator:
+        rules = tuple(expectations)
+
+        def decorate(function: QueryFunction) -> QueryFunction:
+            if dataset is not None and rules:
+                LOCAL_GRAPH.expectations[dataset] = DatasetExpectations(dataset, rules, streaming, function)
+            if streaming:
+                LOCAL_GRAPH.measured_flows.add(flow)
+
+            @functools.wraps(function)
+            def enforced() -> DataFrame:
+                df = enforce(function(), dataset or flow, rules, streaming)
+                if streaming:
+                    df = df.observe(output_metric_name(flow), F.count(F.lit(1)).alias("num_output_rows"))
+                return df
+
+            return enforced
+
+        return decorate
+
+
+ENGINES: dict[str, Callable[[], Engine]] = {
+    DatabricksEngine.name: DatabricksEngine,
+    LocalEngine.name: LocalEngine,
+}
+
+
+def engine_for(spark: SparkSession) -> Engine:
+    """The engine named by the pipeline configuration (`lakewatch.engine`, default databricks)."""
+    name = spark.conf.get(ENGINE_KEY, DatabricksEngine.name) or DatabricksEngine.name
+    try:
+        return ENGINES[name]()
+    except KeyError:
+        raise ValueError(f"{ENGINE_KEY}={name!r} is not one of {sorted(ENGINES)}") from None

@@ -1,0 +1,82 @@
+"""Typed errors with error classes, in the style of Spark's error conditions.
+
+Every error lakewatch raises on purpose has a class (`CONFIG_UNKNOWN_KEY`, ...) and a message
+template here, so messages are written once, read as one paragraph, and tests can assert the class.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+ERROR_CLASSES: dict[str, str] = {
+    # table configuration
+    "CONFIG_FILE_NOT_FOUND": "The table configuration file {path} does not exist.",
+    "CONFIG_INVALID_YAML": "The table configuration file {path} is not valid YAML: {reason}",
+    "CONFIG_NOT_A_MAPPING": "{where} must be a mapping (key: value), found {found}.",
+    "CONFIG_UNKNOWN_KEY": (
+        "{where} has an unknown key '{key}'. Allowed keys: {allowed}."
+    ),
+    "CONFIG_MISSING_KEY": "{where} is missing the required key '{key}'.",
+    "CONFIG_INVALID_TABLE_NAME": (
+        "Table name '{name}' is not valid: use lower-case letters, digits and underscores, "
+        "starting with a letter (at most {max_length} characters), so that '{name}_bronze' and "
+        "'{name}_source' are valid identifiers on Databricks and locally."
+    ),
+    "CONFIG_DUPLICATE_TABLE": "Table '{name}' is declared more than once in {path}.",
+    "CONFIG_RESERVED_TABLE_NAME": "Table name '{name}' is reserved: {reason}",
+    "CONFIG_INVALID_SCHEMA": "The schema of table '{table}' is not valid: {reason}",
+    "CONFIG_RESERVED_COLUMN": (
+        "The schema of table '{table}' declares column '{column}', which lakewatch adds itself. "
+        "Remove it from the schema."
+    ),
+    "CONFIG_UNSUPPORTED_FORMAT": (
+        "Table '{table}' uses format '{format}'. Supported formats: {supported}."
+    ),
+    "CONFIG_INVALID_EXPECTATION": "Expectation {where} is not valid: {reason}",
+    "CONFIG_NO_TABLES": "The table configuration file {path} declares no tables.",
+    # bundle
+    "BUNDLE_FILE_NOT_FOUND": "The bundle file {path} does not exist.",
+    "BUNDLE_INVALID_YAML": "The bundle file {path} is not valid YAML: {reason}",
+    "BUNDLE_UNRESOLVED_REFERENCE": (
+        "{where} refers to '${{{reference}}}', which is not defined{hint}."
+    ),
+    "BUNDLE_REFERENCE_CYCLE": "Variable references form a cycle: {cycle}.",
+    "BUNDLE_PIPELINE_NOT_FOUND": (
+        "The bundle has no pipeline resource '{name}'. Pipelines defined: {available}."
+    ),
+    "BUNDLE_UNKNOWN_TARGET": "The bundle has no target '{target}'. Targets: {available}.",
+    "BUNDLE_INVALID": "{where}: {reason}",
+    # local engine
+    "DELTA_JARS_MISSING": (
+        "Delta Lake's jars are missing ({missing}) from {cache}. Run `make setup` (or "
+        "`python -m pipelines.local.jars`) once with network access to Maven Central."
+    ),
+    "METASTORE_LOCKED": (
+        "The local catalog under {home} is in use by another lakewatch process (Derby allows one "
+        "at a time). Wait for it to finish, or point LAKEWATCH_HOME elsewhere."
+    ),
+    "UPDATE_FAILED": "Update {update_id} of pipeline '{pipeline}' FAILED. {detail}",
+    "QUERY_FAILED": "The query failed: {reason}",
+    "GENERATOR_INVALID_ARGUMENT": "Invalid generator setting: {reason}",
+}
+
+
+class LakewatchError(Exception):
+    """An error with an error class and named parameters, rendered from ERROR_CLASSES."""
+
+    def __init__(self, error_class: str, parameters: Mapping[str, object] | None = None) -> None:
+        self.error_class = error_class
+        self.parameters = dict(parameters or {})
+        template = ERROR_CLASSES.get(error_class)
+        if template is None:
+            raise KeyError(f"unknown error class {error_class}")
+        self.text = template.format(**self.parameters)
+        super().__init__(f"[{error_class}] {self.text}")
+
+
+class ConfigError(LakewatchError):
+    """The table configuration is invalid."""
+
+
+class BundleError(LakewatchError):
+    """The bundle files are invalid or a reference does not resolve."""

@@ -1,0 +1,132 @@
+"""The Auto Loader observability pattern, applied to every configured table.
+
+For a table `t` it declares:
+- `t_source`  temporary view: the landing files read with rescue semantics (engine-specific);
+- `t_bronze`  streaming table (Delta): typed columns, `_rescued_data`, `_corrupt_record`, the
+              source file's path and modification time, `_ingested_at`; warns on rescued and
+              corrupt rows;
+- an append flow `t_to_corrupt_records_sink` of bronze rows with `_corrupt_record` set into the
+  shared `corrupt_records_sink` (each row names its source table, file and a content hash);
+- `t`         the clean view (a materialized view: Python cannot publish a persisted view): bronze
+              without corrupt rows, with the table's business expectations.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import expectations as X
+from pipelines.adapter import (
+    LANDING_ROOT_KEY,
+    TABLES_CONFIG_KEY,
+    Engine,
+    engine_for,
+)
+from pipelines.config import (
+    CORRUPT_RECORD,
+    CORRUPT_RECORDS_SINK,
+    INGESTED_AT,
+    RECORD_HASH,
+    RESCUED_DATA,
+    SOURCE_FILE,
+    SOURCE_FILE_MTIME,
+    TableSpec,
+    TablesConfig,
+    load_tables,
+)
+
+BRONZE_EXPECTATIONS: tuple[X.Expectation, ...] = (
+    X.warn("no_rescued_data", f"{RESCUED_DATA} IS NULL"),
+    X.warn("no_corrupt_record", f"{CORRUPT_RECORD} IS NULL"),
+)
+
+SINK_SCHEMA_DDL = (
+    f"source_table STRING, {CORRUPT_RECORD} STRING, {RECORD_HASH} STRING, {SOURCE_FILE} STRING, "
+    f"{SOURCE_FILE_MTIME} TIMESTAMP, {INGESTED_AT} TIMESTAMP, _quarantined_at TIMESTAMP"
+)
+
+
+def bronze_query(source: DataFrame) -> DataFrame:
+    """Bronze rows: the source's columns plus the ingestion timestamp."""
+    return source.select("*", F.current_timestamp().alias(INGESTED_AT))
+
+
+def quarantine_query(bronze: DataFrame, table: str) -> DataFrame:
+    """Sink rows: bronze rows whose line was not a JSON object, with table, file and content hash."""
+    return bronze.where(F.col(CORRUPT_RECORD).isNotNull()).select(
+        F.lit(table).alias("source_table"),
+        F.col(CORRUPT_RECORD),
+        F.sha2(F.col(CORRUPT_RECORD), 256).alias(RECORD_HASH),
+        F.col(SOURCE_FILE),
+        F.col(SOURCE_FILE_MTIME),
+        F.col(INGESTED_AT),
+        F.current_timestamp().alias("_quarantined_at"),
+    )
+
+
+def clean_query(bronze: DataFrame, table: TableSpec) -> DataFrame:
+    """Clean rows: bronze without corrupt rows and without the `_corrupt_record` column."""
+    return bronze.where(F.col(CORRUPT_RECORD).isNull()).select(
+        *[F.col(f"`{c}`") for c in table.column_names],
+        F.col(RESCUED_DATA),
+        F.col(SOURCE_FILE),
+        F.col(SOURCE_FILE_MTIME),
+        F.col(INGESTED_AT),
+    )
+
+
+def declare_sink(spark: SparkSession, engine: Engine) -> None:
+    from pyspark import pipelines as dp
+
+    options = engine.sink_options(spark, CORRUPT_RECORDS_SINK, SINK_SCHEMA_DDL)
+    dp.create_sink(CORRUPT_RECORDS_SINK, format="delta", options=options)
+
+
+def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing_root: str) -> None:
+    """Declares the four datasets of one table."""
+    from pyspark import pipelines as dp
+
+    path = table.landing_path(landing_root)
+    engine.register_file_source(table.bronze_name, path)
+
+    @dp.temporary_view(name=table.source_name, comment=f"Landing files of {table.name} ({table.format}) at {path}.")
+    def source() -> DataFrame:
+        return engine.read_files(spark, table, path)
+
+    @dp.table(
+        name=table.bronze_name,
+        comment=f"Raw {table.name} records, every landing line once: typed columns, rescued and corrupt data, source file.",
+        table_properties={"quality": "bronze"},
+    )
+    @engine.query(table.bronze_name, table.bronze_name, BRONZE_EXPECTATIONS, streaming=True)
+    def bronze() -> DataFrame:
+        return bronze_query(spark.readStream.table(table.source_name))
+
+    @dp.append_flow(target=CORRUPT_RECORDS_SINK, name=table.sink_flow_name)
+    @engine.query(None, table.sink_flow_name, (), streaming=True)
+    def quarantine() -> DataFrame:
+        return quarantine_query(spark.readStream.table(table.bronze_name), table.name)
+
+    @dp.materialized_view(
+        name=table.clean_name,
+        comment=table.comment or f"Clean {table.name}: bronze without corrupt records, business expectations applied.",
+        table_properties={"quality": "silver"},
+    )
+    @engine.query(table.clean_name, table.clean_name, table.expectations, streaming=False)
+    def clean() -> DataFrame:
+        return clean_query(spark.read.table(table.bronze_name), table)
+
+
+def tables_config(spark: SparkSession) -> TablesConfig:
+    return load_tables(spark.conf.get(TABLES_CONFIG_KEY))
+
+
+def declare_ingestion(spark: SparkSession) -> None:
+    """Entry point of the ingest definition file: the shared sink, then every configured table."""
+    engine = engine_for(spark)
+    landing_root = spark.conf.get(LANDING_ROOT_KEY)
+    tables = tables_config(spark).tables
+    declare_sink(spark, engine)
+    for table in tables:
+        declare_table(spark, table, engine, landing_root)

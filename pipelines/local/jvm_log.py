@@ -1,0 +1,60 @@
+"""Reads the JVM log of the local engine for the exceptions behind failed flows.
+
+SDP's event stream says that a flow failed and gives the error text, but not the exception's class;
+its log does (`ERROR TriggeredGraphExecution: Flow `x` failed` followed by the exception and its
+`Caused by:` chain), which is what the event log's `error.exceptions` holds on Databricks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_HEADER = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [A-Z]+ \S+: (?P<message>.*)$")
+_FLOW_FAILED = re.compile(r"Flow [`'](?P<flow>[^`']+)[`'] (?:failed|has FAILED)|starting flow:\s*(?P<flow2>\S+)")
+_EXCEPTION = re.compile(r"^(?:Caused by: )?(?P<cls>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)(?::\s?(?P<msg>.*))?$")
+
+
+@dataclass(frozen=True)
+class JvmException:
+    class_name: str
+    message: str
+
+
+def read_since(log_file: Path, offset: int) -> str:
+    if not log_file.is_file():
+        return ""
+    with log_file.open("rb") as f:
+        f.seek(offset)
+        return f.read().decode("utf-8", errors="replace")
+
+
+def size(log_file: Path) -> int:
+    return log_file.stat().st_size if log_file.is_file() else 0
+
+
+def flow_exceptions(text: str) -> dict[str, list[JvmException]]:
+    """Flow name (last part) -> exception chain (outermost first) of its last logged failure."""
+    result: dict[str, list[JvmException]] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        header = _HEADER.match(lines[i])
+        failed = _FLOW_FAILED.search(header.group("message")) if header else None
+        i += 1
+        if not failed:
+            continue
+        flow = (failed.group("flow") or failed.group("flow2") or "").split(".")[-1].strip("`")
+        chain: list[JvmException] = []
+        while i < len(lines) and not _HEADER.match(lines[i]):
+            line = lines[i]
+            stripped = line.strip()
+            if not line.startswith(("\t", " ")) or stripped.startswith("Caused by:"):
+                match = _EXCEPTION.match(stripped)
+                if match:
+                    chain.append(JvmException(match.group("cls"), (match.group("msg") or "").strip()))
+            i += 1
+        if chain:
+            result[flow] = chain
+    return result

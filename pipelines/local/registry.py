@@ -1,0 +1,124 @@
+"""A graph element registry that records what it registers, for the event log's
+`dataset_definition`, `sink_definition` and `flow_definition` events.
+
+It registers everything with the Spark Connect server exactly as SDP's own registry does, and keeps
+each output's type and each flow's target, input datasets (read from the flow's query plan) and
+query DataFrame (to read its schema after the run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, cast
+
+import pyspark.sql.connect.proto as pb2
+from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
+from pyspark.pipelines.flow import Flow
+from pyspark.pipelines.output import MaterializedView, Output, Sink, StreamingTable, TemporaryView
+from pyspark.pipelines.spark_connect_graph_element_registry import (
+    SparkConnectGraphElementRegistry,
+    source_code_location_to_proto,
+)
+from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+DATASET_TYPES = {
+    StreamingTable: "STREAMING_TABLE",
+    MaterializedView: "MATERIALIZED_VIEW",
+    TemporaryView: "VIEW",
+    Sink: "SINK",
+}
+
+
+@dataclass
+class RecordedOutput:
+    name: str
+    dataset_type: str
+    comment: str | None
+    format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+
+@dataclass
+class RecordedFlow:
+    name: str
+    target: str
+    input_datasets: list[str]
+    streaming_inputs: bool
+    dataframe: Any
+    registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+
+def _is_repeated(descriptor: Any) -> bool:
+    repeated = getattr(descriptor, "is_repeated", None)  # protobuf >= 6 replaced `label`
+    if repeated is not None:
+        return bool(repeated() if callable(repeated) else repeated)
+    return bool(descriptor.label == descriptor.LABEL_REPEATED)
+
+
+def read_tables(message: Any) -> list[tuple[str, bool]]:
+    """(table name, is streaming) of every named-table read in a Connect relation, in plan order."""
+    found: list[tuple[str, bool]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, pb2.Read) and node.HasField("named_table"):
+            found.append((node.named_table.unparsed_identifier, node.is_streaming))
+        for descriptor, value in node.ListFields():
+            if descriptor.message_type is None:
+                continue
+            if _is_repeated(descriptor):
+                for item in value:
+                    if hasattr(item, "ListFields"):
+                        walk(item)
+            else:
+                walk(value)
+
+    walk(message)
+    return found
+
+
+class RecordingRegistry(SparkConnectGraphElementRegistry):
+    def __init__(self, spark: Any, dataflow_graph_id: str) -> None:
+        super().__init__(spark, dataflow_graph_id)
+        self.outputs: dict[str, RecordedOutput] = {}
+        self.flows: dict[str, RecordedFlow] = {}
+
+    def register_output(self, output: Output) -> None:
+        super().register_output(output)
+        dataset_type = next((v for k, v in DATASET_TYPES.items() if isinstance(output, k)), type(output).__name__)
+        recorded = RecordedOutput(output.name, dataset_type, output.comment)
+        if isinstance(output, Sink):
+            recorded.format = output.format
+            recorded.options = dict(output.options)
+        elif hasattr(output, "format"):
+            recorded.format = getattr(output, "format") or "delta"
+        self.outputs[output.name] = recorded
+
+    def register_flow(self, flow: Flow) -> None:
+        # Same steps as SparkConnectGraphElementRegistry.register_flow, keeping the plan.
+        with add_pipeline_analysis_context(
+            spark=self._spark, dataflow_graph_id=self._dataflow_graph_id, flow_name=flow.name
+        ):
+            df = flow.func()
+        relation = cast(ConnectDataFrame, df)._plan.plan(self._client)
+        command = pb2.Command()
+        command.pipeline_command.define_flow.CopyFrom(
+            pb2.PipelineCommand.DefineFlow(
+                dataflow_graph_id=self._dataflow_graph_id,
+                flow_name=flow.name,
+                target_dataset_name=flow.target,
+                relation_flow_details=pb2.PipelineCommand.DefineFlow.WriteRelationFlowDetails(relation=relation),
+                sql_conf=flow.spark_conf,
+                source_code_location=source_code_location_to_proto(flow.source_code_location),
+            )
+        )
+        self._client.execute_command(command)
+        reads = read_tables(relation)
+        self.flows[flow.name] = RecordedFlow(
+            name=flow.name,
+            target=flow.target,
+            input_datasets=[name for name, _ in reads],
+            streaming_inputs=any(streaming for _, streaming in reads),
+            dataframe=df,
+        )

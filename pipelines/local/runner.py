@@ -1,0 +1,640 @@
+"""Runs one pipeline update with open-source SDP and writes its event log, as Databricks would.
+
+The runner plays Databricks' control plane: it reads the pipeline resource from the bundle, creates
+the dataflow graph, registers the definition files, starts the run, and records every event of the
+update in the event log table named by the resource's `event_log` setting. Its sources are real:
+SDP's event stream (flow states, errors), a streaming query listener (per-batch rows and observed
+expectation counts), the JVM log (exception classes), Delta commit history (materialized-view rows),
+and streaming checkpoints with the landing folders (backlog, file state).
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
+from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
+
+from pipelines import adapter
+from pipelines import expectations as X
+from pipelines.bundle import Bundle, LocalSettings, PipelineResource
+from pipelines.eventlog import events as E
+from pipelines.eventlog import schema as S
+from pipelines.eventlog.writer import EventLogWriter
+from pipelines.local import checkpoints as C
+from pipelines.local import jvm_log
+from pipelines.local.capture import BatchProgress, ProgressCollector
+from pipelines.local.home import ControlPlaneState, LocalHome
+from pipelines.local.registry import RecordingRegistry
+from pipelines.local.sdp_events import SdpEvent, error_class, parse, short_name
+from pipelines.local.session import LocalSpark
+
+FILE_STATE_TABLE = "lakewatch_file_state"
+CONTROL_PLANE_EVENTS = (S.CREATE_UPDATE, S.USER_ACTION, S.UPDATE_PROGRESS)
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    pipeline: str  # the pipeline resource key in the bundle
+    full_refresh: bool = False
+    full_refresh_selection: tuple[str, ...] = ()
+    refresh_selection: tuple[str, ...] = ()
+    cause: str = "USER_ACTION"
+    configuration: tuple[tuple[str, str], ...] = ()  # extra pipeline configuration (like --set)
+
+
+@dataclass
+class FlowResult:
+    name: str  # as SDP names it
+    status: str
+    rows_written: int | None = None
+    error: str | None = None
+    exceptions: list[jvm_log.JvmException] = field(default_factory=list)
+
+    @property
+    def short_name(self) -> str:
+        return short_name(self.name)
+
+
+@dataclass
+class UpdateResult:
+    pipeline_name: str
+    pipeline_id: str
+    update_id: str
+    state: str
+    started_at: datetime
+    ended_at: datetime
+    flows: dict[str, FlowResult]
+    error: str | None = None
+    error_class_name: str | None = None
+    events_written: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "COMPLETED"
+
+    def failed_flows(self) -> list[FlowResult]:
+        return [f for f in self.flows.values() if f.status == "FAILED"]
+
+
+Printer = Callable[[str], None]
+
+
+class _EventBuffer:
+    """Events of one update, numbered in time order when they are written."""
+
+    def __init__(self, state: ControlPlaneState, pipeline_name: str, instance: str | None) -> None:
+        self.pending: list[dict[str, Any]] = []
+        self.state = state
+        self.pipeline_name = pipeline_name
+        self.instance = instance
+        self.written = 0
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.pending.append(event)
+
+    def flush(self, writer: EventLogWriter) -> None:
+        if not self.pending:
+            return
+        batch = sorted(self.pending, key=lambda e: e["timestamp"])
+        first = self.state.next_sequence(self.pipeline_name, len(batch))
+        for offset, event in enumerate(batch):
+            seq = first + offset
+            if event["event_type"] in CONTROL_PLANE_EVENTS:
+                event["sequence"] = {"data_plane_id": None, "control_plane_seq_no": seq}
+            else:
+                event["sequence"] = {"data_plane_id": {"instance": self.instance, "seq_no": seq},
+                                     "control_plane_seq_no": None}
+        writer.append(batch)
+        self.written += len(batch)
+        self.pending = []
+
+
+class LocalRunner:
+    def __init__(self, local: LocalSpark, bundle: Bundle, settings: LocalSettings, home: LocalHome,
+                 printer: Printer = print, verbose: bool = False) -> None:
+        self.local = local
+        self.spark = local.spark
+        self.bundle = bundle
+        self.settings = settings
+        self.home = home
+        self.print = printer
+        self.verbose = verbose
+        self.state = ControlPlaneState(home)
+
+    # -- public --------------------------------------------------------------------------------
+    def run_update(self, request: UpdateRequest) -> UpdateResult:
+        pipeline = self.bundle.pipeline(request.pipeline)
+        return _Update(self, pipeline, request).run()
+
+
+class _Update:
+    """One update of one pipeline."""
+
+    def __init__(self, runner: LocalRunner, pipeline: PipelineResource, request: UpdateRequest) -> None:
+        self.runner = runner
+        self.spark = runner.spark
+        self.pipeline = pipeline
+        self.request = request
+        self.catalog = pipeline.catalog or "spark_catalog"
+        self.schema = pipeline.schema or "default"
+        self.storage = runner.home.storage(pipeline.name)
+        self.pipeline_id = runner.state.pipeline_id(pipeline.name)
+        self.update_id = str(uuid.uuid4())
+        self.started_at = now()
+        app_id = self.spark.conf.get("spark.app.id", None)
+        self.origin = E.Origin(
+            pipeline_id=self.pipeline_id,
+            pipeline_name=pipeline.name,
+            update_id=self.update_id,
+            cluster_id=app_id,
+            catalog_name=self.catalog,
+            schema_name=self.schema,
+        )
+        self.buffer = _EventBuffer(runner.state, pipeline.name, app_id)
+        if pipeline.event_log is None:
+            raise ValueError(f"pipeline '{pipeline.key}' has no event_log setting in {pipeline.source_file}")
+        self.writer = EventLogWriter(self.spark, pipeline.event_log.full_name)
+        self.sdp_events: list[SdpEvent] = []
+        self.registry: RecordingRegistry | None = None
+        self.collector: ProgressCollector | None = None
+        self.log_offset = jvm_log.size(runner.local.log_file)
+        self.flow_status: dict[str, FlowResult] = {}
+        self.printed_running = False
+
+    # -- helpers -------------------------------------------------------------------------------
+    def qualified(self, name: str) -> str:
+        return name if "." in name else f"{self.catalog}.{self.schema}.{name}"
+
+    def say(self, text: str) -> None:
+        self.runner.print(text)
+
+    def configuration(self) -> dict[str, str]:
+        conf = {**self.pipeline.configuration, **self.runner.settings.configuration, **dict(self.request.configuration)}
+        conf[adapter.ENGINE_KEY] = "local"
+        conf.setdefault(adapter.SINK_ROOT_KEY, str(self.runner.home.sinks / self.pipeline.name))
+        conf.setdefault(adapter.CATALOG_KEY, self.catalog)
+        conf.setdefault(adapter.SCHEMA_KEY, self.schema)
+        return conf
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.buffer.add(event)
+
+    def update_state(self, state: str, timestamp: datetime | None = None, **kw: Any) -> None:
+        self.add(E.update_progress(self.origin, timestamp or now(), state, **kw))
+        self.say(f"  update {self.update_id[:8]} {state}")
+
+    # -- the update ----------------------------------------------------------------------------
+    def run(self) -> UpdateResult:
+        request = self.request
+        self.say(f"pipeline '{self.pipeline.name}': starting update {self.update_id[:8]}"
+                 f"{' (full refresh)' if request.full_refresh else ''}")
+        self.add(E.create_update(
+            self.origin, self.started_at, cause=request.cause, full_refresh=request.full_refresh,
+            full_refresh_selection=request.full_refresh_selection, refresh_selection=request.refresh_selection,
+            run_as=_user(),
+        ))
+        self.add(E.user_action(self.origin, self.started_at, action="START", user_name=_user()))
+        self.update_state("INITIALIZING")
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.catalog}.{self.schema}")
+        self.writer.ensure_table()
+        self.buffer.flush(self.writer)
+
+        error: BaseException | None = None
+        final_state = "COMPLETED"
+        try:
+            self.register()
+            if request.full_refresh:
+                self.update_state("RESETTING")
+            self.update_state("SETTING_UP_TABLES")
+            self.execute()
+        except KeyboardInterrupt as e:
+            error, final_state = e, "CANCELED"
+            try:
+                self.spark.interruptAll()
+            except Exception:  # noqa: BLE001 (best effort while cancelling)
+                pass
+        except Exception as e:  # noqa: BLE001 (every failure becomes a FAILED update)
+            error, final_state = e, "FAILED"
+        if any(f.status == "FAILED" for f in self.flow_status.values()) and final_state == "COMPLETED":
+            final_state = "FAILED"
+
+        final_state, ended, error = self.finish(final_state, error)
+        result = UpdateResult(
+            pipeline_name=self.pipeline.name,
+            pipeline_id=self.pipeline_id,
+            update_id=self.update_id,
+            state=final_state,
+            started_at=self.started_at,
+            ended_at=ended,
+            flows=self.flow_status,
+            error=_error_text(error) if error else None,
+            error_class_name=type(error).__name__ if error else None,
+            events_written=self.buffer.written,
+        )
+        return result
+
+    def register(self) -> None:
+        self.registered_at = now()
+        conf = self.configuration()
+        for key, value in conf.items():
+            self.spark.conf.set(key, value)
+        graph_id = create_dataflow_graph(self.spark, default_catalog=self.catalog, default_database=self.schema, sql_conf=conf)
+        adapter.LOCAL_GRAPH.clear()
+        self.registry = RecordingRegistry(self.spark, graph_id)
+        root = self.runner.bundle.root
+        globs = [LibrariesGlob(str(Path(g).relative_to(root))) for g in self.pipeline.library_globs]
+        spec = PipelineSpec(
+            name=self.pipeline.name, storage=self.storage.as_uri(), catalog=self.catalog,
+            database=self.schema, configuration=conf, libraries=globs,
+        )
+        self.say(f"  registering definitions from {', '.join(g.include for g in spec.libraries)}")
+        _quietly(lambda: register_definitions(root / "spark-pipeline.yml", self.registry, spec, self.spark, graph_id))
+        self.graph_id = graph_id
+
+    def create_sinks(self) -> None:
+        """Creates each local Delta sink before the run, as a table named after the sink.
+
+        Two append flows that create one Delta sink at once collide (DELTA_PROTOCOL_CHANGED); a sink
+        that exists up front does not, and its name makes it queryable like a `tableName` sink.
+        """
+        for sink in adapter.LOCAL_GRAPH.sinks.values():
+            self.spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {self.qualified(sink.name)} ({sink.schema_ddl}) "
+                f"USING DELTA LOCATION '{sink.path}'"
+            )
+
+    def execute(self) -> None:
+        self.storage.mkdir(parents=True, exist_ok=True)
+        self.create_sinks()
+        self.collector = ProgressCollector(on_batch=self.measure_batch)
+        self.spark.streams.addListener(self.collector)
+        try:
+            results = start_run(
+                self.spark, self.graph_id,
+                full_refresh=list(self.request.full_refresh_selection),
+                full_refresh_all=self.request.full_refresh and not self.request.full_refresh_selection,
+                refresh=list(self.request.refresh_selection),
+                dry=False, storage=self.storage.as_uri(),
+            )
+            for result in results:
+                if "pipeline_event_result" not in result:
+                    continue
+                raw = result["pipeline_event_result"].event
+                timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
+                self.on_sdp_event(parse(timestamp, raw.message))
+        finally:
+            self.wait_for_progress()
+            self.spark.streams.removeListener(self.collector)
+
+    def on_sdp_event(self, event: SdpEvent) -> None:
+        self.sdp_events.append(event)
+        if event.flow is None:
+            return
+        if not self.printed_running and event.status in ("QUEUED", "PLANNING", "STARTING", "RUNNING"):
+            self.update_state("RUNNING", event.timestamp)
+            self.printed_running = True
+        current = self.flow_status.setdefault(event.flow, FlowResult(event.flow, event.status or ""))
+        current.status = event.status or current.status
+        if event.status == "FAILED":
+            current.error = event.error
+        if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
+            detail = f": {_one_line(event.error)}" if event.status == "FAILED" and event.error else ""
+            self.say(f"    {event.timestamp:%H:%M:%S}  {short_name(event.flow):<40} {event.status}{detail}")
+
+    # -- measurements --------------------------------------------------------------------------
+    def flow_target(self, flow_short: str) -> tuple[str | None, bool]:
+        """(target dataset, target is a sink) of a registered flow."""
+        assert self.registry is not None
+        flow = self.registry.flows.get(flow_short)
+        if flow is None:
+            return None, False
+        output = self.registry.outputs.get(flow.target)
+        return flow.target, bool(output and output.dataset_type == "SINK")
+
+    def checkpoint(self, flow_short: str) -> Path | None:
+        target, is_sink = self.flow_target(flow_short)
+        if target is None:
+            return None
+        root = C.flow_checkpoint_root(self.storage, flow_short, short_name(target), self.catalog, self.schema, is_sink)
+        return C.latest_checkpoint(root)
+
+    def measure_batch(self, batch: BatchProgress) -> dict[str, Any]:
+        """Runs in the listener thread as each batch ends: the backlog left at that moment."""
+        flow = short_name(batch.flow)
+        landing = adapter.LOCAL_GRAPH.file_sources.get(flow)
+        if landing is None:
+            return {}
+        left = C.backlog(landing, self.checkpoint(flow))
+        return {"backlog_files": left.files, "backlog_bytes": left.bytes}
+
+    def wait_for_progress(self, timeout: float = 15.0) -> None:
+        """Waits until the listener has reported every batch committed during this update."""
+        assert self.collector is not None
+        deadline = time.monotonic() + timeout
+        since = self.started_at - timedelta(seconds=1)
+        while time.monotonic() < deadline:
+            expected = set()
+            for flow in adapter.LOCAL_GRAPH.measured_flows:
+                cp = self.checkpoint(flow)
+                if cp is None:
+                    continue
+                for batch, committed in C.committed_batches(cp).items():
+                    if committed >= since:
+                        expected.add((flow, batch))
+            seen = {(short_name(b.flow), b.batch_id) for b in self.collector.snapshot()}
+            if expected <= seen:
+                return
+            time.sleep(0.1)
+        self.say("  warning: some streaming progress events did not arrive; their metrics are NULL")
+
+    # -- finishing -----------------------------------------------------------------------------
+    def finish(self, final_state: str, error: BaseException | None) -> tuple[str, datetime, BaseException | None]:
+        exceptions = jvm_log.flow_exceptions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
+        try:
+            if self.registry is not None:
+                self.add_definitions()
+                self.add_flow_events(exceptions)
+                self.add_batch_metrics()
+                self.add_batch_view_metrics()
+                self.add_backlog_at_end()
+                self.write_file_state()
+        except Exception as e:  # noqa: BLE001 (measuring must not hide the update's own outcome)
+            self.say(f"  warning: could not record all metrics: {_one_line(_error_text(e))}")
+            if error is None:
+                error, final_state = e, "FAILED"
+        ended = now()
+        error_struct = None
+        if error is not None and final_state == "FAILED":
+            chain = [E.ExceptionInfo(type(error).__name__, _error_text(error))]
+            error_struct = E.error(chain, fatal=True)
+        self.update_state(
+            final_state, ended, error_struct=error_struct,
+            cancellation_cause="USER_ACTION" if final_state == "CANCELED" else None,
+        )
+        self.buffer.flush(self.writer)
+        return final_state, ended, error
+
+    def table_schema(self, name: str) -> list[tuple[str, str]] | None:
+        try:
+            return [(f.name, f.dataType.simpleString()) for f in self.spark.table(self.qualified(name)).schema.fields]
+        except Exception:  # noqa: BLE001 (not created: the flow failed before writing)
+            return None
+
+    def add_definitions(self) -> None:
+        assert self.registry is not None
+        at = self.registered_at
+        flows_per_target: dict[str, int] = {}
+        for flow in self.registry.flows.values():
+            flows_per_target[flow.target] = flows_per_target.get(flow.target, 0) + 1
+        schemas: dict[str, list[tuple[str, str]] | None] = {}
+        for output in self.registry.outputs.values():
+            if output.dataset_type in ("STREAMING_TABLE", "MATERIALIZED_VIEW", "SINK"):
+                schemas[output.name] = self.table_schema(output.name)
+            else:
+                flow = self.registry.flows.get(output.name)
+                schemas[output.name] = _dataframe_schema(flow.dataframe) if flow else None
+        for output in self.registry.outputs.values():
+            fields = schemas.get(output.name)
+            if output.dataset_type == "SINK":
+                origin = self.origin.replace(sink_name=output.name)
+                self.add(E.sink_definition(origin, at, output.format or "delta", output.options))
+                continue
+            rules = adapter.LOCAL_GRAPH.expectations.get(output.name)
+            origin = self.origin.replace(dataset_name=self.qualified(output.name),
+                                         table_name=self.qualified(output.name) if output.dataset_type != "VIEW" else None)
+            self.add(E.dataset_definition(
+                origin, at, output.dataset_type, flows_per_target.get(output.name, 0),
+                expectations=[{"name": e.name, "constraint": e.condition, "action": e.action.value.upper()}
+                              for e in (rules.expectations if rules else ())],
+                schema=E.schema_fields(fields) if fields else None,
+            ))
+        for flow in self.registry.flows.values():
+            output = self.registry.outputs.get(flow.target)
+            kind = output.dataset_type if output else "STREAMING_TABLE"
+            flow_type = {"MATERIALIZED_VIEW": "MATERIALIZED_VIEW", "VIEW": "VIEW"}.get(kind, "APPEND")
+            fields = schemas.get(flow.target)
+            is_sink = kind == "SINK"
+            origin = self.flow_origin(flow.name)
+            self.add(E.flow_definition(
+                origin, at, flow_type,
+                output_dataset=None if is_sink else self.qualified(flow.target),
+                output_sink=flow.target if is_sink else None,
+                input_datasets=[self.qualified(d) if self.is_table(d) else d for d in flow.input_datasets],
+                schema=E.schema_fields(fields) if fields else None,
+            ))
+
+    def is_table(self, name: str) -> bool:
+        assert self.registry is not None
+        output = self.registry.outputs.get(short_name(name))
+        return bool(output and output.dataset_type in ("STREAMING_TABLE", "MATERIALIZED_VIEW"))
+
+    def sdp_flow_name(self, flow_short: str) -> str:
+        """The flow's name as SDP reports it (qualified for a table's own flow)."""
+        target, is_sink = self.flow_target(flow_short)
+        if not is_sink and target is not None and short_name(target) == flow_short:
+            return self.qualified(flow_short)
+        return flow_short
+
+    def flow_origin(self, flow_short: str, batch_id: int | None = None) -> E.Origin:
+        target, is_sink = self.flow_target(flow_short)
+        checkpoint = self.checkpoint(flow_short)
+        generation = checkpoint.name if checkpoint is not None else self.update_id
+        flow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"lakewatch:{self.pipeline_id}:{flow_short}:{generation}"))
+        return self.origin.replace(
+            flow_id=flow_id,
+            flow_name=self.sdp_flow_name(flow_short),
+            dataset_name=None if is_sink or target is None else self.qualified(short_name(target)),
+            table_name=None if is_sink or target is None else self.qualified(short_name(target)),
+            sink_name=target if is_sink else None,
+            batch_id=batch_id,
+        )
+
+    def add_flow_events(self, exceptions: dict[str, list[jvm_log.JvmException]]) -> None:
+        for event in self.sdp_events:
+            if event.flow is None or event.status is None:
+                continue
+            flow = short_name(event.flow)
+            error_struct = None
+            if event.status == "FAILED":
+                chain = exceptions.get(flow) or []
+                message = _databricks_message(event.error)
+                infos = [E.ExceptionInfo(c.class_name, message if i == 0 else c.message) for i, c in enumerate(chain)]
+                if not infos:
+                    infos = [E.ExceptionInfo("org.apache.spark.SparkException", message)]
+                error_struct = E.error(infos, fatal=event.final or event.resolution_failure)
+                result = self.flow_status.get(event.flow)
+                if result is not None:
+                    result.exceptions = list(chain)
+            self.add(E.flow_progress(self.flow_origin(flow), event.timestamp, event.status, error_struct=error_struct))
+
+    def add_batch_metrics(self) -> None:
+        assert self.collector is not None
+        for batch in self.collector.snapshot():
+            flow = short_name(batch.flow)
+            if flow not in adapter.LOCAL_GRAPH.measured_flows:
+                continue
+            target, _ = self.flow_target(flow)
+            written = batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
+            rules = adapter.LOCAL_GRAPH.expectations.get(short_name(target)) if target else None
+            expectations, dropped = None, None
+            if rules is not None:
+                counts = batch.observed.get(adapter.dq_metric_name(rules.dataset))
+                if counts is not None:
+                    expectations = _expectation_results(rules, counts, self.qualified(rules.dataset))
+                    dropped = counts.get(X.DROPPED_METRIC)
+            self.add(E.flow_metrics(
+                self.flow_origin(flow, batch.batch_id), batch.ended_at,
+                num_output_rows=written,
+                backlog_bytes=batch.extra.get("backlog_bytes"),
+                backlog_files=batch.extra.get("backlog_files"),
+                dropped_records=dropped, expectations=expectations,
+            ))
+            result = self.flow_status.get(self.sdp_flow_name(flow))
+            if result is not None and written is not None:
+                result.rows_written = (result.rows_written or 0) + int(written)
+
+    def add_batch_view_metrics(self) -> None:
+        """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the
+        view's expectations over the same input it read in this update."""
+        assert self.registry is not None
+        for flow in self.registry.flows.values():
+            output = self.registry.outputs.get(flow.target)
+            if output is None or output.dataset_type != "MATERIALIZED_VIEW":
+                continue
+            name = self.sdp_flow_name(flow.name)
+            result = self.flow_status.get(name)
+            if result is None or result.status != "COMPLETED":
+                continue
+            commits = self.commits_since(self.qualified(flow.target), self.started_at)
+            rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
+            written = sum(rows) if rows else None
+            at = max((t for t, _ in commits), default=now())
+            rules = adapter.LOCAL_GRAPH.expectations.get(flow.target)
+            expectations, dropped = None, None
+            if rules is not None:
+                counts = self.count_expectations(rules)
+                if counts is not None:
+                    expectations = _expectation_results(rules, counts, self.qualified(rules.dataset))
+                    dropped = counts.get(X.DROPPED_METRIC)
+            self.add(E.flow_metrics(self.flow_origin(flow.name), at, num_output_rows=written,
+                                    dropped_records=dropped, expectations=expectations,
+                                    status="COMPLETED", streaming=False))
+            result.rows_written = written
+
+    def commits_since(self, table: str, since: datetime) -> list[tuple[datetime, dict[str, str]]]:
+        rows = self.spark.sql(f"DESCRIBE HISTORY {table}").select("timestamp", "operationMetrics").collect()
+        result = []
+        for row in rows:
+            at = row["timestamp"].replace(tzinfo=timezone.utc)
+            if at >= since - timedelta(seconds=1):
+                result.append((at, dict(row["operationMetrics"] or {})))
+        return result
+
+    def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:
+        from pyspark.sql import functions as F
+
+        try:
+            self.spark.sql(f"USE {self.catalog}.{self.schema}")
+            row = rules.query().agg(
+                *X.count_columns(rules.expectations),
+                F.count_if(~X.all_pass(rules.expectations, X.Action.DROP)).alias(X.DROPPED_METRIC),
+            ).collect()[0]
+            return row.asDict()
+        except Exception as e:  # noqa: BLE001 (then the counts were not measured: NULL)
+            self.say(f"  warning: expectation counts of {rules.dataset} not measured: {_one_line(str(e))}")
+            return None
+
+    def add_backlog_at_end(self) -> None:
+        """Backlog of each file-reading flow when the update ends (also for failed and idle flows)."""
+        at = now()
+        for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
+            left = C.backlog(landing, self.checkpoint(flow))
+            self.add(E.flow_metrics(self.flow_origin(flow), at, backlog_bytes=left.bytes, backlog_files=left.files))
+
+    def write_file_state(self) -> None:
+        """The local `cloud_files_state()`: one row per landing file of every file-reading flow."""
+        from pipelines.local.file_state import FILE_STATE_SCHEMA, rows_for
+
+        rows = []
+        for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
+            rows.extend(rows_for(self.qualified(flow), flow, C.file_states(landing, self.checkpoint(flow))))
+        table = self.qualified(FILE_STATE_TABLE)
+        df = self.spark.createDataFrame(rows, FILE_STATE_SCHEMA)
+        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
+
+
+def _expectation_results(rules: adapter.DatasetExpectations, counts: dict[str, Any], dataset: str) -> list[dict[str, Any]]:
+    results = []
+    for e in rules.expectations:
+        passed, failed = X.metric_names(e)
+        results.append(E.expectation_result(e.name, dataset, int(counts.get(passed) or 0), int(counts.get(failed) or 0)))
+    return results
+
+
+def _databricks_message(text: str | None) -> str:
+    """The local engine's text for a violated `fail` expectation, under Databricks' error class."""
+    if text and X.FAIL_MESSAGE_PREFIX in text:
+        detail = text[text.index(X.FAIL_MESSAGE_PREFIX) + len(X.FAIL_MESSAGE_PREFIX):].strip()
+        detail = detail.split(" SQLSTATE")[0].strip()
+        return f"[{X.EXPECTATION_ERROR_CLASS}] {detail}"
+    return text or ""
+
+
+def _dataframe_schema(df: Any) -> list[tuple[str, str]] | None:
+    try:
+        return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    except Exception:  # noqa: BLE001 (a view over pipeline datasets cannot be analyzed outside the run)
+        return None
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001
+        return "local"
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error)
+    # Spark Connect appends the JVM stack trace to messages; the event log keeps the message.
+    return text.split("\n\nJVM stacktrace:")[0].strip()
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())[:400]
+
+
+def _quietly(action: Callable[[], None]) -> None:
+    """Runs SDP's definition loading without its per-file log lines on stdout."""
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        action()
+
+
+__all__ = ["LocalRunner", "UpdateRequest", "UpdateResult", "FlowResult", "FILE_STATE_TABLE", "error_class"]
+
+
+def summarize(result: UpdateResult) -> Sequence[str]:
+    lines = [f"update {result.update_id} of '{result.pipeline_name}': {result.state} "
+             f"in {(result.ended_at - result.started_at).total_seconds():.1f}s"]
+    for flow in sorted(result.flows.values(), key=lambda f: f.short_name):
+        rows = f"{flow.rows_written:>8} rows" if flow.rows_written is not None else " " * 13
+        lines.append(f"  {flow.short_name:<40} {flow.status:<10} {rows}")
+        if flow.status == "FAILED":
+            cls = flow.exceptions[-1].class_name if flow.exceptions else "error"
+            lines.append(f"      {cls}: {_one_line(flow.error)}")
+    return lines
