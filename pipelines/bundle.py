@@ -100,7 +100,7 @@ class Bundle:
             return definition["default"]
         return _MISSING
 
-    def variable(self, name: str, _stack: tuple[str, ...] = ()) -> Any:
+    def variable(self, name: str, _stack: tuple[str, ...] = (), where: str | None = None) -> Any:
         if name in self._variables:
             return self._variables[name]
         if name in _stack:
@@ -111,7 +111,7 @@ class Bundle:
             raise BundleError(
                 "BUNDLE_UNRESOLVED_REFERENCE",
                 {
-                    "where": f"target '{self.target}'",
+                    "where": where or f"target '{self.target}'",
                     "reference": f"var.{name}",
                     "hint": " (declared without a default and not set by the target)" if declared
                     else " (no such variable in databricks.yml)",
@@ -126,7 +126,7 @@ class Bundle:
         parts = reference.split(".")
         head = parts[0]
         if head == "var" and len(parts) == 2:
-            return self.variable(parts[1], stack)
+            return self.variable(parts[1], stack, where)
         if head == "bundle":
             bundle = {**(self.data.get("bundle") or {}), "target": self.target}
             return self._walk(bundle, parts[1:], reference, where)

@@ -83,7 +83,7 @@ def rescue_json_lines(
         F.when(~corrupt, typed[c.name]).alias(c.name) for c in columns
     ]
     return (
-        df.where(F.trim(text) != "")
+        df.where(text.rlike(r"\S"))
         .select(
             *typed_columns,
             F.when(~corrupt, rescued_json(rescued_fields(raw, typed, columns), F.col(file_path))).alias(

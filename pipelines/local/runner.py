@@ -309,7 +309,7 @@ class _Update:
         if event.status == "FAILED":
             current.error = event.error
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
-            detail = f": {_one_line(event.error)}" if event.status == "FAILED" and event.error else ""
+            detail = f": {_one_line(_databricks_message(event.error))[:200]}" if event.status == "FAILED" and event.error else ""
             self.say(f"    {event.timestamp:%H:%M:%S}  {short_name(event.flow):<40} {event.status}{detail}")
 
     # -- measurements --------------------------------------------------------------------------
@@ -366,6 +366,7 @@ class _Update:
                 self.add_definitions()
                 self.add_flow_events(exceptions)
                 self.add_batch_metrics()
+                self.note_idle_streaming_flows()
                 self.add_batch_view_metrics()
                 self.add_backlog_at_end()
                 self.write_file_state()
@@ -375,8 +376,14 @@ class _Update:
                 error, final_state = e, "FAILED"
         ended = now()
         error_struct = None
-        if error is not None and final_state == "FAILED":
-            chain = [E.ExceptionInfo(type(error).__name__, _error_text(error))]
+        if final_state == "FAILED":
+            failed = [f for f in self.flow_status.values() if f.status == "FAILED"]
+            if failed and failed[0].exceptions:
+                chain = [E.ExceptionInfo(c.class_name, _databricks_message(failed[0].error) if i == 0 else c.message)
+                         for i, c in enumerate(failed[0].exceptions)]
+            else:
+                chain = [E.ExceptionInfo(type(error).__name__ if error else "UpdateFailed",
+                                         _databricks_message(_error_text(error)) if error else "a flow failed")]
             error_struct = E.error(chain, fatal=True)
         self.update_state(
             final_state, ended, error_struct=error_struct,
@@ -504,6 +511,13 @@ class _Update:
             if result is not None and written is not None:
                 result.rows_written = (result.rows_written or 0) + int(written)
 
+    def note_idle_streaming_flows(self) -> None:
+        """A streaming flow that completed without committing a batch wrote no rows (for the summary)."""
+        for flow in adapter.LOCAL_GRAPH.measured_flows:
+            result = self.flow_status.get(self.sdp_flow_name(flow))
+            if result is not None and result.status == "COMPLETED" and result.rows_written is None:
+                result.rows_written = 0
+
     def add_batch_view_metrics(self) -> None:
         """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the
         view's expectations over the same input it read in this update."""
@@ -583,7 +597,9 @@ def _expectation_results(rules: adapter.DatasetExpectations, counts: dict[str, A
 
 
 def _databricks_message(text: str | None) -> str:
-    """The local engine's text for a violated `fail` expectation, under Databricks' error class."""
+    """An error text as the event log keeps it: without the streaming query's plan dump, and a
+    violated `fail` expectation under Databricks' error class."""
+    text = (text or "").split("\n=== Streaming Query ===")[0].strip()
     if text and X.FAIL_MESSAGE_PREFIX in text:
         detail = text[text.index(X.FAIL_MESSAGE_PREFIX) + len(X.FAIL_MESSAGE_PREFIX):].strip()
         detail = detail.split(" SQLSTATE")[0].strip()
@@ -635,6 +651,18 @@ def summarize(result: UpdateResult) -> Sequence[str]:
         rows = f"{flow.rows_written:>8} rows" if flow.rows_written is not None else " " * 13
         lines.append(f"  {flow.short_name:<40} {flow.status:<10} {rows}")
         if flow.status == "FAILED":
-            cls = flow.exceptions[-1].class_name if flow.exceptions else "error"
-            lines.append(f"      {cls}: {_one_line(flow.error)}")
+            lines.append(f"      {describe_failure(flow)}")
     return lines
+
+
+def describe_failure(flow: FlowResult) -> str:
+    """Root cause first (class and message), then the file it concerns when Spark names one."""
+    if not flow.exceptions:
+        return _one_line(_databricks_message(flow.error))
+    root = flow.exceptions[-1]
+    text = f"{root.class_name}: {root.message}" if root.message else root.class_name
+    for e in flow.exceptions:
+        if error_class(e.message) and error_class(e.message).startswith("FAILED_READ_FILE"):
+            text += f" ({_one_line(e.message)})"
+            break
+    return _one_line(text)

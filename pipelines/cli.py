@@ -1,0 +1,228 @@
+"""`lakewatch`: run the bundle's pipelines on the local engine, generate landing data, query the
+local tables, and run the whole demo.
+
+Exit codes: 0 success, 1 a pipeline update failed (or an alert triggered, where asked), 2 bad input
+or an error before anything ran. Errors print as one paragraph; `--verbose` adds the stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Sequence
+
+from pipelines.errors import LakewatchError
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _split_list(text: str | None) -> tuple[str, ...]:
+    return tuple(t.strip() for t in (text or "").split(",") if t.strip())
+
+
+def _key_values(items: Sequence[str] | None) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {"reason": f"--set expects key=value, got {item!r}"})
+        pairs.append((key.strip(), value))
+    return tuple(pairs)
+
+
+def error_paragraph(error: BaseException, verbose: bool) -> str:
+    """One readable paragraph for any error; the JVM stack trace only when verbose."""
+    text = str(error)
+    if "Another instance of Derby may have already booted" in text or "XSDB6" in text:
+        from pipelines.local.home import LocalHome
+
+        return str(LakewatchError("METASTORE_LOCKED", {"home": LocalHome.default().root}))
+    if not verbose:
+        text = text.split("\n\nJVM stacktrace:")[0]
+    text = " ".join(text.split()) if not verbose else text.strip()
+    if isinstance(error, LakewatchError):
+        return text
+    return f"{type(error).__name__}: {text}"
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.local.runner import UpdateRequest, summarize
+
+    request = UpdateRequest(
+        pipeline=args.pipeline,
+        full_refresh=args.full_refresh or bool(args.full_refresh_selection),
+        full_refresh_selection=_split_list(args.full_refresh_selection),
+        refresh_selection=_split_list(args.refresh),
+        cause=args.cause,
+        configuration=_key_values(args.set),
+    )
+    result = project.runner().run_update(request)
+    for line in summarize(result):
+        _say(line)
+    if not result.ok:
+        _say(failure_paragraph(result))
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def failure_paragraph(result: Any) -> str:
+    from pipelines.local.runner import describe_failure
+
+    failed = result.failed_flows()
+    if failed:
+        detail = "; ".join(f"flow '{flow.short_name}' failed: {describe_failure(flow)}" for flow in failed)
+    else:
+        detail = f"{result.error_class_name}: {' '.join((result.error or '').split())[:800]}"
+    return f"error: update {result.update_id} of '{result.pipeline_name}' {result.state}: {detail}"
+
+
+def cmd_generate(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.generator import Mix, generate_batch, load_column_settings
+
+    mix = Mix.parse(args.mix)
+    tables = project.tables()
+    only = _split_list(args.table) or None
+    known = {t.name for t in tables.tables}
+    for name in (only or ()) + _split_list(args.incomplete_upload):
+        if name not in known:
+            raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {"reason": f"no table '{name}' in {tables.path}"})
+    settings = load_column_settings(project.root / "conf" / "generator.yml")
+    for _ in range(args.batches):
+        written = generate_batch(
+            project.spark, tables, project.landing_root(), rows=args.rows, seed=args.seed, mix=mix,
+            files_per_batch=args.files_per_batch, column_settings=settings,
+            incomplete_upload=_split_list(args.incomplete_upload), only=only,
+        )
+        for f in written:
+            lines = sum(f.lines.values())
+            note = "" if f.complete else "  (incomplete upload: gzip cut short)"
+            _say(f"wrote {f.path}: {lines} lines {f.lines}{note}")
+    _say(f"manifest: {project.landing_root() / '_manifest.json'}")
+    return EXIT_OK
+
+
+def cmd_redeliver(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.generator import redeliver
+
+    fixed = redeliver(project.landing_root())
+    for path in fixed:
+        _say(f"re-delivered {path}")
+    if not fixed:
+        _say("nothing to re-deliver: every upload is complete")
+    return EXIT_OK
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "asDict"):
+        return _jsonable(value.asDict(recursive=True))
+    return value
+
+
+def cmd_query(args: argparse.Namespace, project: Any) -> int:
+    project.use_schema()
+    try:
+        df = project.spark.sql(args.sql)
+        rows = df.collect()
+    except Exception as e:  # noqa: BLE001 (reported as a query error)
+        raise LakewatchError("QUERY_FAILED", {"reason": error_paragraph(e, args.verbose)}) from e
+    if args.json:
+        print(json.dumps([_jsonable(r.asDict(recursive=True)) for r in rows], indent=None, default=str))
+    else:
+        df.show(n=args.limit, truncate=False if args.no_truncate else 60)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.demo import run_demo
+
+    return run_demo(project, rows=args.rows, seed=args.seed)
+
+
+# -- parser ----------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lakewatch", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--verbose", action="store_true", help="show stack traces of errors")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="local state folder (default: .lakewatch in the project, or $LAKEWATCH_HOME)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one update of a bundle pipeline on the local engine")
+    run.add_argument("pipeline", nargs="?", default="lakewatch_ingest", help="pipeline resource key (default lakewatch_ingest)")
+    run.add_argument("--full-refresh", action="store_true", help="reset every dataset and recompute")
+    run.add_argument("--full-refresh-selection", metavar="T1,T2", help="reset and recompute these datasets")
+    run.add_argument("--refresh", metavar="T1,T2", help="update only these datasets")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="extra pipeline configuration")
+    run.add_argument("--cause", default="USER_ACTION", choices=["USER_ACTION", "API_CALL", "JOB_TASK", "RETRY_ON_FAILURE"])
+    run.set_defaults(handler=cmd_run)
+
+    gen = sub.add_parser("generate", help="write batches of synthetic landing files with bad records mixed in")
+    gen.add_argument("--batches", type=int, default=1)
+    gen.add_argument("--rows", type=int, default=200, help="records per table per batch")
+    gen.add_argument("--seed", type=int, default=7)
+    gen.add_argument("--files-per-batch", type=int, default=2)
+    gen.add_argument("--mix", help="shares of bad kinds, e.g. malformed=0.05,type_mismatch=0.02,empty_file=0.2")
+    gen.add_argument("--table", metavar="T1,T2", help="only these tables")
+    gen.add_argument("--incomplete-upload", metavar="T1,T2",
+                     help="deliver these tables' last file of the batch as a gzip cut short (fails the read)")
+    gen.set_defaults(handler=cmd_generate)
+
+    red = sub.add_parser("redeliver", help="replace incomplete uploads with the whole files")
+    red.set_defaults(handler=cmd_redeliver)
+
+    query = sub.add_parser("query", help="run SQL against the local tables")
+    query.add_argument("sql")
+    query.add_argument("--json", action="store_true", help="print rows as a JSON array")
+    query.add_argument("--limit", type=int, default=50)
+    query.add_argument("--no-truncate", action="store_true")
+    query.set_defaults(handler=cmd_query)
+
+    demo = sub.add_parser("demo", help="the whole scenario on a fresh local state: data, updates, observability")
+    demo.add_argument("--rows", type=int, default=400)
+    demo.add_argument("--seed", type=int, default=7)
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = None
+    try:
+        from pipelines.local.home import LocalHome
+        from pipelines.local.project import LocalProject
+
+        home = LocalHome(args.home.resolve()) if args.home else LocalHome.default()
+        project = LocalProject(home=home, printer=_say, verbose=args.verbose)
+        return int(args.handler(args, project))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 (the one place errors become messages)
+        print(f"error: {error_paragraph(e, args.verbose)}", file=sys.stderr)
+        if args.verbose:
+            traceback.print_exc()
+        return EXIT_ERROR
+    finally:
+        if project is not None:
+            project.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

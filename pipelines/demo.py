@@ -1,0 +1,104 @@
+"""`make demo`: the product's story on one machine, from a fresh local state.
+
+Files arrive in batches (with malformed lines, type mismatches, drift, case variants, empty files);
+an ingest update runs after each. One producer's upload is cut short, so one update fails the way
+users meet it (the bronze flow fails on an unreadable gzip, downstream flows are skipped, files
+stay in the backlog); the producer re-delivers the file and the next update catches up. The demo
+ends with a summary of the tables and of the failed update.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pipelines.config import CORRUPT_RECORDS_SINK
+from pipelines.generator import generate_batch, load_column_settings, redeliver
+from pipelines.local.runner import UpdateRequest, UpdateResult, describe_failure, summarize
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    incomplete_upload: tuple[str, ...] = ()
+    redeliver_first: bool = False
+    expect_failure: bool = False
+
+
+SCENARIO: tuple[Step, ...] = (
+    Step("batch 1: the first files land"),
+    Step("batch 2: more files, some with new fields (schema drift)"),
+    Step("batch 3: the orders producer's upload is cut short (a truncated gzip)",
+         incomplete_upload=("orders",), expect_failure=True),
+    Step("batch 4: the producer re-delivers the whole file, and new files land", redeliver_first=True),
+)
+
+
+def reset(project: Any) -> None:
+    if project.home.root.exists():
+        project.print(f"resetting the local state in {project.home.root}")
+        shutil.rmtree(project.home.root)
+
+
+def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
+    say: Callable[[str], None] = project.print
+    reset(project)
+    tables = project.tables()
+    landing = project.landing_root()
+    settings = load_column_settings(project.root / "conf" / "generator.yml")
+    runner = project.runner()
+    results: list[tuple[Step, UpdateResult]] = []
+    for number, step in enumerate(SCENARIO, start=1):
+        say("")
+        say(f"== {step.title}")
+        if step.redeliver_first:
+            for path in redeliver(landing):
+                say(f"re-delivered {path}")
+        written = generate_batch(project.spark, tables, landing, rows=rows, seed=seed,
+                                 column_settings=settings, incomplete_upload=step.incomplete_upload)
+        say(f"wrote {len(written)} files to {landing}")
+        result = runner.run_update(UpdateRequest("lakewatch_ingest"))
+        for line in summarize(result):
+            say(line)
+        results.append((step, result))
+
+    say("")
+    say("== summary")
+    ok = print_summary(project, tables, results)
+    return 0 if ok else 1
+
+
+def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateResult]]) -> bool:
+    say = project.print
+    spark = project.spark
+    schema = project.schema_name()
+    say(f"tables live in the local catalog, schema {schema} (files under {project.home.warehouse})")
+    say(f"{'table':<12} {'bronze rows':>12} {'rescued':>9} {'corrupt':>9} {'clean rows':>11} {'quarantined':>12}")
+    for table in tables.tables:
+        row = spark.sql(
+            f"SELECT count(*) AS n, count(_rescued_data) AS rescued, count(_corrupt_record) AS corrupt "
+            f"FROM {schema}.{table.bronze_name}"
+        ).collect()[0]
+        clean = spark.sql(f"SELECT count(*) AS n FROM {schema}.{table.clean_name}").collect()[0]["n"]
+        quarantined = spark.sql(
+            f"SELECT count(*) AS n FROM {schema}.{CORRUPT_RECORDS_SINK} WHERE source_table = '{table.name}'"
+        ).collect()[0]["n"]
+        say(f"{table.name:<12} {row['n']:>12} {row['rescued']:>9} {row['corrupt']:>9} {clean:>11} {quarantined:>12}")
+    event_log = project.pipeline().event_log
+    say(f"event log: {event_log.full_name if event_log else '-'}; file state: {schema}.lakewatch_file_state")
+    say(f"query them with: .venv/bin/lakewatch query \"SELECT * FROM {table.bronze_name} LIMIT 5\"")
+    as_expected = True
+    for number, (step, result) in enumerate(results, start=1):
+        if result.ok == step.expect_failure:
+            as_expected = False
+            say(f"UNEXPECTED: update {number} ({result.update_id}) ended {result.state}")
+        if not result.ok:
+            for flow in result.failed_flows():
+                say(f"update {number} ({result.update_id}) FAILED on purpose: flow {flow.short_name} could not "
+                    f"read an incomplete upload: {describe_failure(flow)}")
+            skipped = [f.short_name for f in result.flows.values() if f.status == "SKIPPED"]
+            if skipped:
+                say(f"  downstream flows skipped: {', '.join(sorted(skipped))}")
+    say("the demo ran as intended" if as_expected else "the demo did NOT run as intended (see above)")
+    return as_expected

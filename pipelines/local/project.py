@@ -1,0 +1,81 @@
+"""The project as the local engine sees it: the bundle, the local settings, the state folder, and
+one Spark session started on first use and shared by every step of a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from pipelines import adapter
+from pipelines.bundle import Bundle, LocalSettings, PipelineResource, load_local_bundle
+from pipelines.config import TablesConfig, load_tables
+from pipelines.local.home import PROJECT_ROOT, LocalHome
+
+INGEST_PIPELINE = "lakewatch_ingest"
+
+
+class LocalProject:
+    def __init__(self, root: Path = PROJECT_ROOT, home: LocalHome | None = None,
+                 printer: Callable[[str], None] = print, verbose: bool = False) -> None:
+        self.root = root
+        self.home = home or LocalHome.default()
+        self.print = printer
+        self.verbose = verbose
+        self.bundle: Bundle
+        self.settings: LocalSettings
+        self.bundle, self.settings = load_local_bundle(root, self.home.root)
+        self._local: Any = None
+
+    # -- configuration ---------------------------------------------------------------------
+    def pipeline(self, key: str = INGEST_PIPELINE) -> PipelineResource:
+        return self.bundle.pipeline(key)
+
+    def pipeline_configuration(self, key: str = INGEST_PIPELINE) -> dict[str, str]:
+        return {**self.pipeline(key).configuration, **self.settings.configuration}
+
+    def tables(self) -> TablesConfig:
+        return load_tables(self.pipeline_configuration()[adapter.TABLES_CONFIG_KEY])
+
+    def landing_root(self) -> Path:
+        return Path(self.pipeline_configuration()[adapter.LANDING_ROOT_KEY])
+
+    def schema_name(self, key: str = INGEST_PIPELINE) -> str:
+        p = self.pipeline(key)
+        return f"{p.catalog or 'spark_catalog'}.{p.schema or 'default'}"
+
+    # -- engine ----------------------------------------------------------------------------
+    @property
+    def spark(self) -> Any:
+        if self._local is None:
+            from pipelines.local.session import start_local_spark
+
+            self.print(f"starting the local engine (Spark local[2], Delta, catalog in {self.home.root})")
+            self._local = start_local_spark(self.home, self.settings.spark_conf)
+        return self._local.spark
+
+    @property
+    def local(self) -> Any:
+        _ = self.spark
+        return self._local
+
+    def runner(self) -> Any:
+        from pipelines.local.runner import LocalRunner
+
+        return LocalRunner(self.local, self.bundle, self.settings, self.home, printer=self.print, verbose=self.verbose)
+
+    def use_schema(self, key: str = INGEST_PIPELINE) -> None:
+        """Makes the pipeline's schema the current one, if it exists, so names need no prefix."""
+        name = self.schema_name(key)
+        if self.spark.catalog.databaseExists(name.split(".")[-1]):
+            self.spark.sql(f"USE {name}")
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.stop()
+            self._local = None
+
+    def __enter__(self) -> "LocalProject":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

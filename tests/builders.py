@@ -1,0 +1,39 @@
+"""Small builders for test rows, so tests say what differs instead of copying literals."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipelines.config import Column, TableSpec
+from pipelines.expectations import Expectation
+
+ORDERS_COLUMNS = (
+    Column("order_id", "BIGINT"),
+    Column("amount", "DOUBLE"),
+    Column("order_ts", "TIMESTAMP"),
+    Column("note", "STRING"),
+)
+
+FILE = "file:/landing/orders/orders-b0000-00.json"
+
+
+def orders_table(*expectations: Expectation, name: str = "orders") -> TableSpec:
+    return TableSpec(name=name, format="json", columns=ORDERS_COLUMNS, landing="orders", expectations=tuple(expectations))
+
+
+def order(**fields: Any) -> dict[str, Any]:
+    """A good order record; override or add fields with keyword arguments."""
+    record: dict[str, Any] = {"order_id": 1, "amount": 9.5, "order_ts": "2026-11-01T10:00:00Z", "note": "ok"}
+    record.update(fields)
+    return record
+
+
+def line(record: dict[str, Any]) -> str:
+    return json.dumps(record)
+
+
+def rescued(path: str = FILE, **fields: str) -> str:
+    """The `_rescued_data` text for the given rescued fields (values as JSON text) plus `_file_path`."""
+    body = json.dumps({**fields, "_file_path": path}, separators=(",", ":"))
+    return body

@@ -1,0 +1,24 @@
+"""One classic SparkSession per test run, tuned for tests (local[1], UTC, UI off, 2 shuffle
+partitions, Delta). Integration tests run the `lakewatch` CLI in subprocesses (each its own engine)
+and read the Delta tables it wrote by path with this session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    from pipelines.local.session import classic_test_session
+
+    session = classic_test_session(tmp_path_factory.mktemp("spark"))
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return Path(__file__).resolve().parents[1]
