@@ -165,7 +165,7 @@ def good_rows(spark: Any, table: TableSpec, rows: int, seed: int,
         # dbldatagen prints notes and sets an Arrow option Spark Connect warns about; both are noise here.
         warnings.simplefilter("ignore")
         spec = dg.DataGenerator(spark, name=f"{table.name}_gen", rows=rows, partitions=1,
-                                randomSeedMethod="hash_fieldname", randomSeed=seed)
+                                randomSeedMethod="fixed", randomSeed=seed)
         for column in table.columns:
             spark_type, options = _default_options(column.data_type)
             options = {**options, **dict((settings or {}).get(column.name, {}))}

@@ -1,0 +1,95 @@
+"""The ingestion pattern's graph shape, captured without running anything: every table yields
+{t}_source, {t}_bronze, its append flow into the one corrupt_records_sink, and {t}."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.pipelines.graph_element_registry import GraphElementRegistry, graph_element_registration_context
+from pyspark.pipelines.output import MaterializedView, Sink, StreamingTable, TemporaryView
+
+from pipelines import adapter
+from pipelines.ingestion import BRONZE_EXPECTATIONS, declare_ingestion
+
+
+class CapturingRegistry(GraphElementRegistry):
+    def __init__(self) -> None:
+        self.outputs: list = []
+        self.flows: list = []
+        self.order: list[str] = []
+
+    def register_output(self, output) -> None:
+        self.outputs.append(output)
+        self.order.append(f"output:{output.name}")
+
+    def register_flow(self, flow) -> None:
+        self.flows.append(flow)
+        self.order.append(f"flow:{flow.name}")
+
+    def register_auto_cdc_flow(self, flow) -> None:  # pragma: no cover - not used by lakewatch
+        raise AssertionError("unexpected")
+
+    def register_sql(self, sql_text, file_path) -> None:  # pragma: no cover
+        raise AssertionError("unexpected")
+
+
+@pytest.fixture
+def graph(spark, project_root: Path):
+    settings = {
+        adapter.ENGINE_KEY: "local",
+        adapter.TABLES_CONFIG_KEY: str(project_root / "conf" / "tables.yml"),
+        adapter.LANDING_ROOT_KEY: "/landing",
+        adapter.SINK_ROOT_KEY: "/sinks",
+    }
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    registry = CapturingRegistry()
+    adapter.LOCAL_GRAPH.clear()
+    with graph_element_registration_context(registry):
+        declare_ingestion(spark)
+    yield registry
+    for k in settings:
+        spark.conf.unset(k)
+
+
+def test_every_table_gets_the_four_datasets(graph):
+    kinds = {o.name: type(o) for o in graph.outputs}
+    for table in ("orders", "customers"):
+        assert kinds[f"{table}_source"] is TemporaryView
+        assert kinds[f"{table}_bronze"] is StreamingTable
+        assert kinds[table] is MaterializedView
+    assert [n for n, k in kinds.items() if k is Sink] == ["corrupt_records_sink"]
+
+
+def test_append_flows_target_the_shared_sink_after_it_is_defined(graph):
+    targets = {f.name: f.target for f in graph.flows}
+    assert targets["orders_to_corrupt_records_sink"] == "corrupt_records_sink"
+    assert targets["customers_to_corrupt_records_sink"] == "corrupt_records_sink"
+    assert graph.order.index("output:corrupt_records_sink") < graph.order.index("flow:orders_to_corrupt_records_sink")
+
+
+def test_local_engine_records_what_the_runner_measures(graph):
+    assert adapter.LOCAL_GRAPH.file_sources == {"orders_bronze": "/landing/orders", "customers_bronze": "/landing/customers"}
+    assert adapter.LOCAL_GRAPH.expectations["orders_bronze"].expectations == BRONZE_EXPECTATIONS
+    assert {e.name for e in adapter.LOCAL_GRAPH.expectations["orders"].expectations} >= {"has_order_id"}
+    assert adapter.LOCAL_GRAPH.sinks["corrupt_records_sink"].path == "/sinks/corrupt_records_sink"
+    assert adapter.LOCAL_GRAPH.measured_flows == {
+        "orders_bronze", "customers_bronze", "orders_to_corrupt_records_sink", "customers_to_corrupt_records_sink",
+    }
+
+
+def test_databricks_engine_refuses_expectations_without_databricks_runtime():
+    decorate = adapter.DatabricksEngine().query("orders", "orders", BRONZE_EXPECTATIONS)
+    with pytest.raises(RuntimeError, match="lakewatch.engine=local"):
+        decorate(lambda: None)  # type: ignore[arg-type,return-value]
+
+
+def test_engine_is_chosen_by_configuration(spark):
+    spark.conf.set(adapter.ENGINE_KEY, "local")
+    assert adapter.engine_for(spark).name == "local"
+    spark.conf.set(adapter.ENGINE_KEY, "serverless")
+    with pytest.raises(ValueError, match="not one of"):
+        adapter.engine_for(spark)
+    spark.conf.unset(adapter.ENGINE_KEY)
+    assert adapter.engine_for(spark).name == "databricks"
