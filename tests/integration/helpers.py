@@ -1,0 +1,83 @@
+"""Run the `lakewatch` CLI against a throwaway local home, and read what it wrote by path."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = "lakewatch.db"
+
+
+@dataclass
+class Cli:
+    home: Path
+
+    def run(self, *args: str, expect: int | None = 0, timeout: int = 600) -> subprocess.CompletedProcess:
+        env = {**os.environ, "LAKEWATCH_HOME": str(self.home), "PYSPARK_PYTHON": sys.executable}
+        result = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", *args],
+            cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        )
+        if expect is not None and result.returncode != expect:
+            raise AssertionError(
+                f"lakewatch {' '.join(args)} exited {result.returncode}, expected {expect}\n"
+                f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}"
+            )
+        return result
+
+
+@dataclass
+class LocalTables:
+    """The local engine's Delta tables, read by path with the tests' own session."""
+
+    spark: Any
+    home: Path
+
+    def path(self, name: str) -> str:
+        if name == "corrupt_records_sink":
+            return str(self.home / "sinks" / "lakewatch_ingest" / name)
+        return str(self.home / "warehouse" / SCHEMA_DIR / name)
+
+    def table(self, name: str):
+        return self.spark.read.format("delta").load(self.path(name))
+
+    def sql(self, query: str, **tables: str):
+        """`query` with {name} placeholders replaced by delta.`<path>` of each named table."""
+        return self.spark.sql(query.format(**{k: f"delta.`{self.path(v)}`" for k, v in tables.items()}))
+
+    def manifest(self) -> dict:
+        return json.loads((self.home / "landing" / "_manifest.json").read_text())
+
+
+def local_path(uri: str) -> str:
+    return uri.replace("file://", "").replace("file:", "")
+
+
+def corrupt_lines_on_disk(manifest: dict, table: str, batches: set[int] | None = None) -> Counter:
+    """(file, sha256) of every landing line that is not a JSON object, read straight from disk."""
+    import gzip
+
+    found: Counter = Counter()
+    for f in manifest["files"]:
+        if f["table"] != table or not f["complete"] or (batches is not None and f["batch"] not in batches):
+            continue
+        data = Path(f["path"]).read_bytes()
+        text = gzip.decompress(data).decode() if f["path"].endswith(".gz") else data.decode()
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                is_object = isinstance(json.loads(line), dict)
+            except json.JSONDecodeError:
+                is_object = False
+            if not is_object:
+                found[(f["path"], hashlib.sha256(line.encode()).hexdigest())] += 1
+    return found

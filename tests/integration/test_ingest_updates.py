@@ -1,0 +1,198 @@
+"""Real ingest updates on the local engine (open-source SDP on Delta), driven through the CLI.
+
+Scenario, one local home: batch 1 -> update 1; batch 2 -> update 2; batch 3 with an incomplete
+gzip upload of orders -> update 3 fails; the file is re-delivered -> update 4, a full refresh.
+The generator's manifest and the landing files themselves are the truth the tables are checked against.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+from pipelines.config import load_tables
+from pipelines.generator import Mix, generate_batch, load_column_settings, redeliver
+from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, corrupt_lines_on_disk, local_path
+
+pytestmark = pytest.mark.integration
+
+TABLES = {"orders": "order_id", "customers": "customer_id"}  # table -> column of its drop rule
+MIX = Mix(malformed=0.06, type_mismatch=0.05, unknown_field=0.05, case_variant=0.04, empty_file=0.5)
+UPDATE_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_ingest': (?P<state>[A-Z]+)", re.M)
+
+
+@dataclass
+class Scenario:
+    tables: LocalTables
+    updates: list[tuple[str, str]] = field(default_factory=list)  # (update id, state)
+    outputs: list[str] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+    rows_per_file_after: dict[int, dict[str, Counter]] = field(default_factory=dict)
+    manifest_after: dict[int, dict] = field(default_factory=dict)
+    sink_after: dict[int, Counter] = field(default_factory=dict)
+
+
+def bronze_rows_per_file(tables: LocalTables, table: str) -> Counter:
+    rows = tables.table(f"{table}_bronze").groupBy("_source_file").count().collect()
+    return Counter({local_path(r["_source_file"]): r["count"] for r in rows})
+
+
+def sink_rows(tables: LocalTables) -> Counter:
+    rows = tables.table("corrupt_records_sink").groupBy("source_table", "_source_file", "_record_hash").count().collect()
+    return Counter({(r["source_table"], local_path(r["_source_file"]), r["_record_hash"]): r["count"] for r in rows})
+
+
+@pytest.fixture(scope="module")
+def scenario(spark, tmp_path_factory) -> Scenario:
+    home = tmp_path_factory.mktemp("ingest_home")
+    cli = Cli(home)
+    s = Scenario(LocalTables(spark, home))
+
+    def update(*args: str, expect: int = 0) -> None:
+        result = cli.run("run", *args, expect=expect)
+        match = UPDATE_LINE.search(result.stdout)
+        assert match, result.stdout
+        s.updates.append((match["id"], match["state"]))
+        s.outputs.append(result.stdout + result.stderr)
+        s.exit_codes.append(result.returncode)
+        number = len(s.updates)
+        s.rows_per_file_after[number] = {t: bronze_rows_per_file(s.tables, t) for t in TABLES}
+        s.sink_after[number] = sink_rows(s.tables)
+        s.manifest_after[number] = s.tables.manifest()
+
+    # Files are written by the generator in this process (the same code `lakewatch generate` runs),
+    # so only the updates pay for an engine start.
+    tables = load_tables(PROJECT_ROOT / "conf" / "tables.yml")
+    columns = load_column_settings(PROJECT_ROOT / "conf" / "generator.yml")
+    landing = home / "landing"
+
+    def arrive(rows: int, **kw) -> None:
+        generate_batch(spark, tables, landing, rows=rows, seed=21, mix=MIX, column_settings=columns, **kw)
+
+    arrive(150)
+    update()
+    arrive(150)
+    update()
+    arrive(100, incomplete_upload=["orders"])
+    update(expect=1)
+    redeliver(landing)
+    update("--full-refresh")
+    return s
+
+
+def files_of(manifest: dict, table: str, batch: int | None = None) -> dict[str, dict]:
+    return {f["path"]: f for f in manifest["files"]
+            if f["table"] == table and f["complete"] and (batch is None or f["batch"] == batch)}
+
+
+def event_log(s: Scenario):
+    return s.tables.table("lakewatch_ingest_event_log")
+
+
+def test_update_states_and_exit_codes(scenario):
+    assert [state for _, state in scenario.updates] == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
+    assert scenario.exit_codes == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_every_non_empty_line_is_in_bronze_exactly_once(scenario, table):
+    for number in (1, 2, 4):  # update 4 is a full refresh after the re-delivery
+        manifest = scenario.manifest_after[number]
+        expected = Counter({p: sum(f["lines"].values()) for p, f in files_of(manifest, table).items()
+                            if sum(f["lines"].values()) > 0})
+        assert scenario.rows_per_file_after[number][table] == expected, f"after update {number}"
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_second_update_processes_only_the_new_files(scenario, table):
+    first, second = scenario.rows_per_file_after[1][table], scenario.rows_per_file_after[2][table]
+    assert {p: n for p, n in second.items() if p in first} == dict(first)  # batch-1 files untouched
+    new_files = set(files_of(scenario.manifest_after[2], table, batch=1))
+    assert set(second) - set(first) == {p for p in new_files if second.get(p)}
+    update_2 = scenario.updates[1][0]
+    written = (
+        event_log(scenario)
+        .where(f"origin.update_id = '{update_2}' AND origin.flow_name LIKE '%.{table}_bronze' AND level = 'METRICS'")
+        .selectExpr("sum(cast(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT)) AS n")
+        .collect()[0]["n"]
+    )
+    assert written == sum(sum(f["lines"].values()) for f in files_of(scenario.manifest_after[2], table, 1).values())
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_counts_match_the_manifest(scenario, table):
+    manifest = scenario.tables.manifest()
+    totals = Counter()
+    for f in files_of(manifest, table).values():
+        totals.update(f["lines"])
+    row = scenario.tables.table(f"{table}_bronze").selectExpr(
+        "count(*) AS n", "count(_rescued_data) AS rescued", "count(_corrupt_record) AS corrupt",
+        "count_if(_rescued_data IS NOT NULL AND _corrupt_record IS NOT NULL) AS both",
+    ).collect()[0]
+    assert row["n"] == sum(totals.values())
+    assert row["corrupt"] == totals["malformed"] > 0
+    assert row["rescued"] == totals["type_mismatch"] + totals["unknown_field"] + totals["case_variant"] > 0
+    assert row["both"] == 0
+
+
+@pytest.mark.parametrize("table, drop_column", TABLES.items())
+def test_clean_view_holds_exactly_the_non_corrupt_rows_that_pass_drop_rules(scenario, table, drop_column):
+    manifest = scenario.tables.manifest()
+    files = files_of(manifest, table)
+    lines = sum(sum(f["lines"].values()) for f in files.values())
+    malformed = sum(f["lines"]["malformed"] for f in files.values())
+    nulled = sum(f["nulled_columns"].get(drop_column, 0) for f in files.values())
+    clean = scenario.tables.table(table)
+    assert clean.count() == lines - malformed - nulled
+    assert "_corrupt_record" not in clean.columns
+    assert clean.where(f"{drop_column} IS NULL").count() == 0
+
+
+def corrupt_on_disk(manifest: dict, batches: set[int] | None = None) -> Counter:
+    expected: Counter = Counter()
+    for table in TABLES:
+        for (path, digest), n in corrupt_lines_on_disk(manifest, table, batches).items():
+            expected[(table, path, digest)] += n
+    return expected
+
+
+def test_every_corrupt_line_is_in_the_sink_exactly_once(scenario):
+    expected = corrupt_on_disk(scenario.manifest_after[2], batches={0, 1})
+    assert sum(expected.values()) > 0
+    assert scenario.sink_after[2] == expected
+
+
+def test_full_refresh_rebuilds_bronze_and_the_sink_keeps_every_quarantined_record(scenario):
+    manifest = scenario.manifest_after[4]
+    for table in TABLES:  # bronze rebuilt from every file: each line once
+        assert scenario.rows_per_file_after[4][table] == Counter(
+            {p: sum(f["lines"].values()) for p, f in files_of(manifest, table).items() if sum(f["lines"].values())}
+        )
+    # Databricks does not clear sinks on a full refresh: what was quarantined stays, and every corrupt
+    # line is quarantined again, recognisable by its file and content hash.
+    assert scenario.sink_after[4] == scenario.sink_after[3] + corrupt_on_disk(manifest)
+    refreshed = event_log(scenario).where(
+        f"event_type = 'create_update' AND origin.update_id = '{scenario.updates[3][0]}'"
+    ).selectExpr("get_json_object(details, '$.create_update.full_refresh') AS fr").collect()
+    assert [r["fr"] for r in refreshed] == ["true"]
+
+
+def test_failed_update_names_the_flow_and_error(scenario):
+    output = scenario.outputs[2]
+    assert "orders_bronze" in output and "java.io.EOFException" in output
+    log = event_log(scenario).where(f"origin.update_id = '{scenario.updates[2][0]}'")
+    failed = log.where("event_type = 'flow_progress' AND get_json_object(details, '$.flow_progress.status') = 'FAILED'")
+    classes = {r["cls"] for r in failed.selectExpr("explode(error.exceptions.class_name) AS cls").collect()}
+    assert "java.io.EOFException" in classes
+    assert {r["flow"] for r in failed.selectExpr("origin.flow_name AS flow").collect()} == {
+        "spark_catalog.lakewatch.orders_bronze"
+    }
+    skipped = {r["flow"] for r in log.where(
+        "get_json_object(details, '$.flow_progress.status') = 'SKIPPED'").selectExpr("origin.flow_name AS flow").collect()}
+    assert skipped == {"spark_catalog.lakewatch.orders", "orders_to_corrupt_records_sink"}
+    terminal = log.where("event_type = 'update_progress'").orderBy("timestamp").collect()[-1]
+    assert terminal["level"] == "ERROR" and '"FAILED"' in terminal["details"]
+    assert terminal["error"]["exceptions"][-1]["class_name"] == "java.io.EOFException"
