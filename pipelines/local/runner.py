@@ -170,6 +170,7 @@ class _Update:
         self.collector: ProgressCollector | None = None
         self.log_offset = jvm_log.size(runner.local.log_file)
         self.flow_status: dict[str, FlowResult] = {}
+        self.mv_versions: dict[str, int] = {}
         self.printed_running = False
 
     # -- helpers -------------------------------------------------------------------------------
@@ -274,9 +275,38 @@ class _Update:
                 f"USING DELTA LOCATION '{sink.path}'"
             )
 
+    def materialized_views(self) -> list[str]:
+        assert self.registry is not None
+        return [o.name for o in self.registry.outputs.values() if o.dataset_type == "MATERIALIZED_VIEW"]
+
+    def table_version(self, name: str) -> int | None:
+        try:
+            rows = self.spark.sql(f"DESCRIBE HISTORY {self.qualified(name)} LIMIT 1").select("version").collect()
+        except Exception:  # noqa: BLE001 (the table does not exist yet)
+            return None
+        return int(rows[0]["version"]) if rows else None
+
+    def keep_unrefreshed_views(self) -> None:
+        """Gives back a materialized view's previous contents when its refresh did not complete.
+
+        Open-source SDP truncates every materialized view while it sets up tables and refills it
+        when the view's flow runs; a view whose flow fails or is skipped would stay empty. On
+        Databricks such a view keeps its last contents, so the local runner restores them.
+        """
+        for name in self.materialized_views():
+            before = self.mv_versions.get(name)
+            result = self.flow_status.get(self.sdp_flow_name(name))
+            if before is None or (result is not None and result.status == "COMPLETED"):
+                continue
+            if (self.table_version(name) or before) > before:
+                self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {before}")
+                status = result.status if result is not None else "not run"
+                self.say(f"    {name}: refresh {status}; kept its previous contents (version {before})")
+
     def execute(self) -> None:
         self.storage.mkdir(parents=True, exist_ok=True)
         self.create_sinks()
+        self.mv_versions = {name: v for name in self.materialized_views() if (v := self.table_version(name)) is not None}
         self.collector = ProgressCollector(on_batch=self.measure_batch)
         self.spark.streams.addListener(self.collector)
         try:
@@ -363,6 +393,7 @@ class _Update:
         exceptions = jvm_log.flow_exceptions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
         try:
             if self.registry is not None:
+                self.keep_unrefreshed_views()
                 self.add_definitions()
                 self.add_flow_events(exceptions)
                 self.add_batch_metrics()

@@ -1,12 +1,14 @@
 """Real ingest updates on the local engine (open-source SDP on Delta), driven through the CLI.
 
 Scenario, one local home: batch 1 -> update 1; batch 2 -> update 2; batch 3 with an incomplete
-gzip upload of orders -> update 3 fails; the file is re-delivered -> update 4, a full refresh.
+gzip upload of orders -> update 3 fails; the file is re-delivered -> update 4, a full refresh;
+update 5 runs with a `fail` expectation that some orders violate.
 The generator's manifest and the landing files themselves are the truth the tables are checked against.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ class Scenario:
     rows_per_file_after: dict[int, dict[str, Counter]] = field(default_factory=dict)
     manifest_after: dict[int, dict] = field(default_factory=dict)
     sink_after: dict[int, Counter] = field(default_factory=dict)
+    events_after: dict[int, dict[str, tuple]] = field(default_factory=dict)
 
 
 def bronze_rows_per_file(tables: LocalTables, table: str) -> Counter:
@@ -62,6 +65,12 @@ def scenario(spark, tmp_path_factory) -> Scenario:
         s.rows_per_file_after[number] = {t: bronze_rows_per_file(s.tables, t) for t in TABLES}
         s.sink_after[number] = sink_rows(s.tables)
         s.manifest_after[number] = s.tables.manifest()
+        s.events_after[number] = {
+            r["id"]: (r["seq"], r["details"], r["timestamp"])
+            for r in s.tables.table("lakewatch_ingest_event_log").selectExpr(
+                "id", "coalesce(sequence.control_plane_seq_no, sequence.data_plane_id.seq_no) AS seq",
+                "details", "timestamp").collect()
+        }
 
     # Files are written by the generator in this process (the same code `lakewatch generate` runs),
     # so only the updates pay for an engine start.
@@ -80,6 +89,13 @@ def scenario(spark, tmp_path_factory) -> Scenario:
     update(expect=1)
     redeliver(landing)
     update("--full-refresh")
+    strict = (PROJECT_ROOT / "conf" / "tables.yml").read_text().replace(
+        "      - name: non_negative_amount\n        condition: amount >= 0\n        action: warn",
+        "      - name: amount_below_limit\n        condition: amount < 400\n        action: fail",
+    )
+    assert "amount_below_limit" in strict
+    (home / "strict_tables.yml").write_text(strict)
+    update("--set", f"lakewatch.tables_config={home / 'strict_tables.yml'}", expect=1)
     return s
 
 
@@ -93,8 +109,8 @@ def event_log(s: Scenario):
 
 
 def test_update_states_and_exit_codes(scenario):
-    assert [state for _, state in scenario.updates] == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
-    assert scenario.exit_codes == [0, 0, 1, 0]
+    assert [state for _, state in scenario.updates] == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED", "FAILED"]
+    assert scenario.exit_codes == [0, 0, 1, 0, 1]
 
 
 @pytest.mark.parametrize("table", TABLES)
@@ -196,3 +212,75 @@ def test_failed_update_names_the_flow_and_error(scenario):
     terminal = log.where("event_type = 'update_progress'").orderBy("timestamp").collect()[-1]
     assert terminal["level"] == "ERROR" and '"FAILED"' in terminal["details"]
     assert terminal["error"]["exceptions"][-1]["class_name"] == "java.io.EOFException"
+
+
+def test_fail_expectation_fails_the_update_with_databricks_error_class(scenario):
+    update_5 = scenario.updates[4][0]
+    assert "amount_below_limit" in scenario.outputs[4]
+    log = event_log(scenario).where(f"origin.update_id = '{update_5}'")
+    failed = log.where("get_json_object(details, '$.flow_progress.status') = 'FAILED'").collect()
+    assert {r["origin"]["flow_name"] for r in failed} == {"spark_catalog.lakewatch.orders"}
+    message = failed[-1]["error"]["exceptions"][0]["message"]
+    assert message.startswith("[EXPECTATION_VIOLATION.VERIFY_FAILED]") and "amount_below_limit" in message
+    states = [r["state"] for r in log.where("event_type = 'update_progress'").orderBy("timestamp").selectExpr(
+        "get_json_object(details, '$.update_progress.state') AS state").collect()]
+    assert states[-1] == "FAILED"
+
+
+def test_drop_expectation_rows_are_dropped_and_counted(scenario):
+    update_4 = scenario.updates[3][0]
+    row = event_log(scenario).where(
+        f"origin.update_id = '{update_4}' AND origin.flow_name = 'spark_catalog.lakewatch.orders' AND level = 'METRICS'"
+    ).selectExpr(
+        "cast(get_json_object(details, '$.flow_progress.data_quality.dropped_records') AS BIGINT) AS dropped",
+        "get_json_object(details, '$.flow_progress.data_quality.expectations') AS expectations",
+        "cast(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT) AS written",
+    ).collect()[0]
+    manifest = scenario.manifest_after[4]
+    nulled = sum(f["nulled_columns"].get("order_id", 0) for f in files_of(manifest, "orders").values())
+    assert row["dropped"] == nulled > 0
+    has_id = next(e for e in json.loads(row["expectations"]) if e["name"] == "has_order_id")
+    assert has_id["failed_records"] == nulled
+    lines = sum(sum(f["lines"].values()) for f in files_of(manifest, "orders").values())
+    malformed = sum(f["lines"]["malformed"] for f in files_of(manifest, "orders").values())
+    assert has_id["passed_records"] + has_id["failed_records"] == lines - malformed
+    assert row["written"] == lines - malformed - nulled
+
+
+def test_reruns_append_events_and_never_rewrite_them(scenario):
+    numbers = sorted(scenario.events_after)
+    for before, after in zip(numbers, numbers[1:]):
+        old, new = scenario.events_after[before], scenario.events_after[after]
+        assert set(old) < set(new)
+        assert all(new[i] == old[i] for i in old)  # nothing rewritten
+    final = scenario.events_after[numbers[-1]]
+    ordered = sorted(final.values(), key=lambda v: v[0])
+    assert len({seq for seq, _, _ in ordered}) == len(final)  # sequence numbers unique
+    per_update = {}
+    for update_id, _ in scenario.updates:
+        per_update[update_id] = event_log(scenario).where(
+            f"origin.update_id = '{update_id}' AND event_type = 'update_progress' "
+            "AND get_json_object(details, '$.update_progress.state') IN ('COMPLETED', 'FAILED', 'CANCELED')"
+        ).count()
+    assert set(per_update.values()) == {1}
+
+
+def test_file_state_says_when_each_file_was_committed(scenario):
+    state = scenario.tables.table("lakewatch_file_state").where("flow_name = 'orders_bronze'").collect()
+    manifest = scenario.manifest_after[4]
+    assert {r["path"] for r in state} == set(files_of(manifest, "orders"))
+    assert {r["state"] for r in state} == {"committed"}
+    assert all(r["commit_time"] >= r["create_time"] for r in state)
+
+
+def test_a_view_whose_refresh_fails_keeps_its_previous_contents(scenario):
+    # Update 5 failed in the clean view `orders` itself; update 3 skipped it. Both leave the view as
+    # the last successful update wrote it, as on Databricks.
+    manifest = scenario.manifest_after[4]
+    files = files_of(manifest, "orders")
+    lines = sum(sum(f["lines"].values()) for f in files.values())
+    malformed = sum(f["lines"]["malformed"] for f in files.values())
+    nulled = sum(f["nulled_columns"].get("order_id", 0) for f in files.values())
+    assert scenario.tables.table("orders").count() == lines - malformed - nulled
+    assert "kept its previous contents" in scenario.outputs[4]
+    assert "kept its previous contents" in scenario.outputs[2]
