@@ -33,6 +33,8 @@ SCHEMA_KEY = "lakewatch.schema"
 TABLES_CONFIG_KEY = "lakewatch.tables_config"
 LANDING_ROOT_KEY = "lakewatch.landing_root"
 SINK_ROOT_KEY = "lakewatch.sink_root"  # local engine only
+EVENT_LOG_KEY = "lakewatch.event_log"  # observability pipeline: the ingest pipeline's event log table
+FILE_STATE_TABLE = "lakewatch_file_state"  # local engine: written by the runner after each update
 
 QueryFunction = Callable[[], DataFrame]
 Decorator = Callable[[QueryFunction], QueryFunction]
@@ -62,6 +64,11 @@ class Engine(Protocol):
 
     def register_file_source(self, flow: str, path: str) -> None:
         """Notes that `flow` streams the files of `path` (the local runner measures its backlog)."""
+        ...
+
+    def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
+        """A subquery with one row per landing file: table_name, path, size, create_time,
+        discovery_time, commit_time, state (committed, discovered or pending)."""
         ...
 
     def query(
@@ -110,6 +117,16 @@ class DatabricksEngine:
 
     def register_file_source(self, flow: str, path: str) -> None:
         """Auto Loader reports backlog itself."""
+
+    def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
+        """`cloud_files_state()` of every bronze table (DBR 13.3+; commit times need DBR 18.2+)."""
+        parts = [
+            f"SELECT '{table}' AS table_name, path, size, create_time, discovery_time, commit_time, "
+            f"CASE WHEN commit_time IS NOT NULL THEN 'committed' ELSE 'discovered' END AS state "
+            f"FROM cloud_files_state(TABLE({table}))"
+            for table in bronze_tables
+        ]
+        return "(" + " UNION ALL ".join(parts) + ")"
 
     def query(
         self,
@@ -211,6 +228,10 @@ class LocalEngine:
 
     def register_file_source(self, flow: str, path: str) -> None:
         LOCAL_GRAPH.file_sources[flow] = path
+
+    def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
+        catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)
+        return f"{catalog}.{schema}.{FILE_STATE_TABLE}"
 
     def query(
         self,

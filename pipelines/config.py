@@ -237,8 +237,15 @@ def parse_tables(path: str, data: Any) -> TablesConfig:
     if not isinstance(items, list):
         raise ConfigError("CONFIG_NOT_A_MAPPING", {"where": f"'tables' in {path}", "found": _describe(items)})
     tables = [parse_table(path, i, item) for i, item in enumerate(items)]
+    from pipelines.observability.tables import TABLES as OBSERVABILITY_TABLES
+
+    reserved = {o.name for o in OBSERVABILITY_TABLES}
     datasets: dict[str, str] = {}
     for t in tables:
+        if t.name in reserved:
+            raise ConfigError(
+                "CONFIG_RESERVED_TABLE_NAME", {"name": t.name, "reason": "an observability table has that name"}
+            )
         if t.name == CORRUPT_RECORDS_SINK:
             raise ConfigError(
                 "CONFIG_RESERVED_TABLE_NAME", {"name": t.name, "reason": "it is the quarantine sink's name"}

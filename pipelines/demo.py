@@ -64,9 +64,30 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
         results.append((step, result))
 
     say("")
+    say("== the observability pipeline refreshes its tables from the event log (as the job would)")
+    observability = runner.run_update(UpdateRequest("lakewatch_observability", cause="JOB_TASK"))
+    for line in summarize(observability):
+        say(line)
+
+    say("")
     say("== summary")
     ok = print_summary(project, tables, results)
+    if not observability.ok:
+        say(f"UNEXPECTED: the observability update ended {observability.state}")
+        ok = False
+    else:
+        print_health(project)
     return 0 if ok else 1
+
+
+def print_health(project: Any) -> None:
+    rows = project.spark.sql(
+        f"SELECT metric_name, metric_value FROM {project.schema_name()}.health_metrics ORDER BY metric_name"
+    ).collect()
+    project.print("health metrics (what the SQL alerts read):")
+    for row in rows:
+        value = "NULL" if row["metric_value"] is None else f"{row['metric_value']:.4g}"
+        project.print(f"  {row['metric_name']:<36} {value}")
 
 
 def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateResult]]) -> bool:

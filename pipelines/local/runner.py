@@ -35,7 +35,7 @@ from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import SdpEvent, error_class, parse, short_name
 from pipelines.local.session import LocalSpark
 
-FILE_STATE_TABLE = "lakewatch_file_state"
+FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
 CONTROL_PLANE_EVENTS = (S.CREATE_UPDATE, S.USER_ACTION, S.UPDATE_PROGRESS)
 
 
@@ -611,6 +611,8 @@ class _Update:
         """The local `cloud_files_state()`: one row per landing file of every file-reading flow."""
         from pipelines.local.file_state import FILE_STATE_SCHEMA, rows_for
 
+        if not adapter.LOCAL_GRAPH.file_sources:
+            return  # this pipeline reads no landing files
         rows = []
         for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
             rows.extend(rows_for(self.qualified(flow), flow, C.file_states(landing, self.checkpoint(flow))))

@@ -1,0 +1,1 @@
+"""The observability pipeline: materialized views over the ingest pipeline's event log."""

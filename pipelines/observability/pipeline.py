@@ -1,0 +1,54 @@
+"""Declares the observability tables as materialized views (and the private `events` view).
+
+The sources differ per engine only in where file state comes from (`cloud_files_state()` on
+Databricks, the local runner's file-state table locally), which the adapter provides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.adapter import CATALOG_KEY, EVENT_LOG_KEY, SCHEMA_KEY, engine_for
+from pipelines.config import CORRUPT_RECORDS_SINK
+from pipelines.ingestion import tables_config
+from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql
+
+
+def sources(spark: Any) -> dict[str, str]:
+    """SQL text for each placeholder of the observability SQL."""
+    catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)
+    tables = tables_config(spark).tables
+    bronze = [(t.name, f"{catalog}.{schema}.{t.bronze_name}") for t in tables]
+    return {
+        "event_log": spark.conf.get(EVENT_LOG_KEY),
+        "file_state": engine_for(spark).file_state_sql(spark, [name for _, name in bronze]),
+        "sink": f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}",
+        "bronze_union": bronze_union_sql(bronze),
+    }
+
+
+def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> None:
+    from pyspark import pipelines as dp
+
+    sql = table.render(placeholders)
+
+    def query() -> Any:
+        return spark.sql(sql)
+
+    if table.temporary:
+        dp.temporary_view(name=table.name, comment=table.comment)(query)
+    else:
+        dp.materialized_view(
+            name=table.name,
+            comment=table.comment,
+            schema=table.schema_ddl,
+            partition_cols=list(table.partition_cols) or None,
+            table_properties={"quality": "gold"},
+        )(query)
+
+
+def declare_observability(spark: Any) -> None:
+    """Entry point of the observability definition file."""
+    placeholders = sources(spark)
+    for table in TABLES:
+        declare_table(spark, table, placeholders)
