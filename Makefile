@@ -7,9 +7,16 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 JARS := .cache/jars/.complete
 
-.PHONY: setup demo test test-unit test-integration bench clean clean-state
+.PHONY: setup browser demo test test-unit test-integration bench clean clean-state
 
 setup: $(INSTALLED) $(JARS)
+
+# Headless Chromium for the dashboard page test (Debian's package; installed once if missing).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the dashboard page test"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 $(INSTALLED): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,13 +31,13 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 demo: setup
 	$(BIN)/lakewatch demo
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit
 
-test-integration: setup
+test-integration: setup browser
 	$(BIN)/python -m pytest tests/integration
 
 bench: setup
