@@ -150,6 +150,72 @@ def cmd_query(args: argparse.Namespace, project: Any) -> int:
     return EXIT_OK
 
 
+def cmd_job(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.local.job import run_job
+    from pipelines.local.runner import summarize
+
+    result = run_job(project.runner(), project.bundle, args.job, say=_say)
+    for task in result.tasks:
+        _say(f"task {task.task_key}: {task.state}")
+        if task.update is not None:
+            for line in summarize(task.update):
+                _say("  " + line)
+            if not task.update.ok:
+                _say("  " + failure_paragraph(task.update))
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_check(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.bundle_check import check_bundle
+
+    findings = check_bundle(project.root)
+    for finding in findings:
+        _say(f"error: {finding}")
+    if findings:
+        _say(f"{len(findings)} problem(s) in the bundle")
+        return EXIT_ERROR
+    _say("bundle OK: resources match the databricks-bundles models, references resolve for every target, paths exist")
+    if args.queries:
+        failed = check_queries(project)
+        if failed:
+            return EXIT_FAILED
+    return EXIT_OK
+
+
+def check_queries(project: Any) -> int:
+    """Runs every alert query (and dashboard dataset query) on the local tables."""
+    from pipelines.alerts import load_alerts, run_alert
+
+    project.use_schema()
+    failed = 0
+    for spec in load_alerts(project.bundle):
+        result = run_alert(project.spark, spec)
+        ok = result.state != "ERROR"
+        failed += not ok
+        _say(f"{'ok   ' if ok else 'ERROR'} alert {spec.key}{'' if ok else ': ' + str(result.error)}")
+    return failed
+
+
+def cmd_alerts(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.alerts import format_result, load_alerts, run_alert
+
+    project.use_schema()
+    results = [run_alert(project.spark, spec) for spec in load_alerts(project.bundle)]
+    if args.json:
+        print(json.dumps([
+            {"alert": r.spec.key, "display_name": r.spec.display_name, "state": r.state, "value": _jsonable(r.value),
+             "operator": r.spec.operator, "threshold": _jsonable(r.threshold), "error": r.error}
+            for r in results
+        ]))
+    else:
+        for r in results:
+            _say(format_result(r))
+    alarming = [r for r in results if r.state in ("TRIGGERED", "ERROR")]
+    if args.fail_on_trigger and alarming:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace, project: Any) -> int:
     from pipelines.demo import run_demo
 
@@ -193,6 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--limit", type=int, default=50)
     query.add_argument("--no-truncate", action="store_true")
     query.set_defaults(handler=cmd_query)
+
+    job = sub.add_parser("job", help="run a bundle job's pipeline tasks in order (ingest, then observability)")
+    job.add_argument("job", nargs="?", default="lakewatch_job", help="job resource key (default lakewatch_job)")
+    job.set_defaults(handler=cmd_job)
+
+    alerts = sub.add_parser("alerts", help="evaluate the bundle's SQL alerts on the local tables")
+    alerts.add_argument("--fail-on-trigger", action="store_true", help="exit 1 when an alert is TRIGGERED or in ERROR")
+    alerts.add_argument("--json", action="store_true")
+    alerts.set_defaults(handler=cmd_alerts)
+
+    check = sub.add_parser("check", help="check the bundle offline (models, references, paths)")
+    check.add_argument("--queries", action="store_true", help="also run every alert query on the local tables")
+    check.set_defaults(handler=cmd_check)
 
     demo = sub.add_parser("demo", help="the whole scenario on a fresh local state: data, updates, observability")
     demo.add_argument("--rows", type=int, default=400)

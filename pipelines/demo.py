@@ -15,7 +15,11 @@ from typing import Any, Callable
 
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.generator import generate_batch, load_column_settings, redeliver
+from pipelines.alerts import format_result, load_alerts, run_alert
+from pipelines.local.job import run_job
 from pipelines.local.runner import UpdateRequest, UpdateResult, describe_failure, summarize
+
+JOB = "lakewatch_job"
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class Step:
     incomplete_upload: tuple[str, ...] = ()
     redeliver_first: bool = False
     expect_failure: bool = False
+    job: bool = False  # run the bundle's job (ingest, then observability) instead of an ingest update
 
 
 SCENARIO: tuple[Step, ...] = (
@@ -31,7 +36,8 @@ SCENARIO: tuple[Step, ...] = (
     Step("batch 2: more files, some with new fields (schema drift)"),
     Step("batch 3: the orders producer's upload is cut short (a truncated gzip)",
          incomplete_upload=("orders",), expect_failure=True),
-    Step("batch 4: the producer re-delivers the whole file, and new files land", redeliver_first=True),
+    Step("batch 4: the producer re-delivers the whole file, new files land, and the job runs "
+         "(ingest, then observability)", redeliver_first=True, job=True),
 )
 
 
@@ -58,16 +64,18 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
         written = generate_batch(project.spark, tables, landing, rows=rows, seed=seed,
                                  column_settings=settings, incomplete_upload=step.incomplete_upload)
         say(f"wrote {len(written)} files to {landing}")
-        result = runner.run_update(UpdateRequest("lakewatch_ingest"))
-        for line in summarize(result):
-            say(line)
+        if step.job:
+            job = run_job(runner, project.bundle, JOB, say=say)
+            updates = [t.update for t in job.tasks if t.update is not None]
+            result, observability = updates[0], updates[-1]
+            for update in updates:
+                for line in summarize(update):
+                    say(line)
+        else:
+            result = runner.run_update(UpdateRequest("lakewatch_ingest"))
+            for line in summarize(result):
+                say(line)
         results.append((step, result))
-
-    say("")
-    say("== the observability pipeline refreshes its tables from the event log (as the job would)")
-    observability = runner.run_update(UpdateRequest("lakewatch_observability", cause="JOB_TASK"))
-    for line in summarize(observability):
-        say(line)
 
     say("")
     say("== summary")
@@ -77,7 +85,15 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
         ok = False
     else:
         print_health(project)
+        print_alerts(project)
     return 0 if ok else 1
+
+
+def print_alerts(project: Any) -> None:
+    project.use_schema()
+    project.print("alerts (the bundle's SQL alerts, evaluated on the local tables):")
+    for spec in load_alerts(project.bundle):
+        project.print("  " + format_result(run_alert(project.spark, spec)))
 
 
 def print_health(project: Any) -> None:

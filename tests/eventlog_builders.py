@@ -98,22 +98,39 @@ class Update:
 
 
 def completed_update(update_id: str, start: datetime, duration: float = 60.0, rows: int = 100,
-                     quarantined: int = 0) -> Update:
+                     quarantined: int = 0, rescued: int = 0, backlog_files: int = 0,
+                     clean_failed: int | None = None, final_state: str = "COMPLETED") -> Update:
+    """An ingest update: bronze, its quarantine flow and (when `clean_failed` is given) the clean view."""
     u = Update(update_id, start)
     u.state("RUNNING", 1)
-    u.ran("orders_bronze", 2, duration / 2, rows, backlog_files=0, backlog_bytes=0,
-          expectations=[("no_rescued_data", rows, 0), ("no_corrupt_record", rows - quarantined, quarantined)])
+    u.ran("orders_bronze", 2, duration / 2, rows, backlog_files=backlog_files, backlog_bytes=backlog_files * 1000,
+          expectations=[("no_rescued_data", rows - rescued, rescued), ("no_corrupt_record", rows - quarantined, quarantined)])
     u.ran("orders_to_corrupt_records_sink", duration / 2 + 1, duration - 2, quarantined)
-    return u.state("COMPLETED", duration)
+    if clean_failed is not None:
+        clean = rows - quarantined
+        u.ran("orders", duration / 2 + 1, duration - 3, clean,
+              expectations=[("non_negative_amount", clean - clean_failed, clean_failed)])
+    return u.state(final_state, duration)
 
 
 def event_rows(*updates: Update) -> list[tuple]:
     return [E.to_row(e) for u in updates for e in u.events]
 
 
+def needed_for(names: Sequence[str]) -> set[str]:
+    """The tables `names` read, directly or through other tables (and themselves)."""
+    needed = set(names)
+    for table in reversed(TABLES):
+        if table.name in needed:
+            needed |= {t.name for t in TABLES if t.name != table.name and f" {t.name}" in " ".join(table.sql.split())}
+    return needed
+
+
 def observability_views(spark: Any, updates: Sequence[Update], file_state: Sequence[tuple] = (),
-                        sink: Sequence[tuple] = (), bronze: Sequence[tuple] = ()) -> dict[str, str]:
-    """Registers the sources and every observability table as temporary views; returns the sources."""
+                        sink: Sequence[tuple] = (), bronze: Sequence[tuple] = (),
+                        only: Sequence[str] | None = None) -> dict[str, str]:
+    """Registers the sources and the observability tables (all, or those `only` needs) as temporary
+    views; returns the sources."""
     spark.createDataFrame(event_rows(*updates), EVENT_LOG_SCHEMA).createOrReplaceTempView("t_event_log")
     spark.createDataFrame(
         list(file_state),
@@ -129,7 +146,8 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
         list(bronze), "table_name STRING, _rescued_data STRING, _source_file STRING, _ingested_at TIMESTAMP"
     ).createOrReplaceTempView("t_bronze")
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze"}
-    for table in TABLES:
+    wanted = needed_for(only) if only else {t.name for t in TABLES}
+    for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.
         spark.sql(table.render(sources)).localCheckpoint().createOrReplaceTempView(table.name)
     return sources

@@ -19,6 +19,8 @@ from typing import Mapping, Sequence
 
 TERMINAL_UPDATE = "('COMPLETED', 'FAILED', 'CANCELED')"
 TERMINAL_FLOW = "('COMPLETED', 'FAILED', 'SKIPPED', 'EXCLUDED', 'STOPPED')"
+# Bronze's own expectations; rescued and corrupt rows have their own metrics (drift, quarantine).
+BRONZE_EXPECTATIONS = "('no_rescued_data', 'no_corrupt_record')"
 EXPECTATIONS_TYPE = "ARRAY<STRUCT<name: STRING, dataset: STRING, passed_records: BIGINT, failed_records: BIGINT>>"
 SHORT_NAME = r"regexp_extract({0}, '([^.`]+)`?$', 1)"
 ERROR_CLASS = r"nullif(regexp_extract({0}, '^\\[([A-Za-z0-9_.:]+)\\]', 1), '')"
@@ -623,7 +625,7 @@ HEALTH_METRICS = _table(
         _metric("rows_last_update", "coalesce(sum(rows_written), 0)", "flow_throughput",
                 f"WHERE update_id = {_LAST_UPDATE_ID} AND endswith(flow_name, '_bronze')"),
         _metric("lowest_pass_rate_today", "min(pass_rate)", "expectation_results_daily",
-                "WHERE update_date = current_date()"),
+                f"WHERE update_date = current_date() AND expectation NOT IN {BRONZE_EXPECTATIONS}"),
         _metric("backlog_files", "sum(backlog_files)", "backlog", f"WHERE update_id = {_LAST_UPDATE_ID}"),
         _metric("backlog_bytes", "sum(backlog_bytes)", "backlog", f"WHERE update_id = {_LAST_UPDATE_ID}"),
         _metric("hours_since_last_success",
