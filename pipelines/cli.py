@@ -58,6 +58,7 @@ def error_paragraph(error: BaseException, verbose: bool) -> str:
 def cmd_run(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.runner import UpdateRequest, summarize
 
+    project.pipeline(args.pipeline)  # an unknown pipeline fails before the engine starts
     request = UpdateRequest(
         pipeline=args.pipeline,
         full_refresh=args.full_refresh or bool(args.full_refresh_selection),
