@@ -1,0 +1,10 @@
+"""The AI/BI dashboard, locally: load the bundle's `.lvdash.json` and render it to one static HTML page.
+
+`lvdash` reads and validates the serialized Lakeview dashboard, `query` builds and runs each
+widget's query the way Lakeview does, `charts` draws inline SVG, and `render` writes the page.
+"""
+
+from pipelines.dashboard.lvdash import DashboardError, load_dashboard
+from pipelines.dashboard.render import write_dashboard
+
+__all__ = ["DashboardError", "load_dashboard", "write_dashboard"]
