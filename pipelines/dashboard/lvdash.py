@@ -169,7 +169,8 @@ def parse_dashboard(raw: Any) -> Dashboard:
     for page in pages:
         for w in page.widgets:
             if w.name in seen:
-                raise DashboardError(f"widget '{w.name}'", f"the name is used on page '{seen[w.name]}' and page '{page.name}'")
+                pages = f"page '{page.name}'" if seen[w.name] == page.name else f"pages '{seen[w.name]}' and '{page.name}'"
+                raise DashboardError(f"widget '{w.name}'", f"the name is used by more than one widget ({pages})")
             seen[w.name] = page.name
     return Dashboard(datasets, pages)
 

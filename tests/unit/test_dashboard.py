@@ -1,0 +1,381 @@
+"""The dashboard: the real `.lvdash.json` is valid, reads only published observability tables and only
+columns they have; widget queries aggregate, order and count as Lakeview does; the static page shows
+every widget with its data; malformed dashboards fail with the widget or dataset named."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pipelines.dashboard.formatting import format_number, nice_ticks, time_label_format
+from pipelines.dashboard.lvdash import DashboardError, NumberFormat, load_dashboard, parse_dashboard
+from pipelines.dashboard.query import widget_sql
+from pipelines.dashboard.charts import value_ticks
+from pipelines.dashboard.render import TABLE_ROWS, render_dashboard, run_widgets, write_dashboard
+from pipelines.observability.tables import PUBLISHED, ObservabilityTable
+
+ROOT = Path(__file__).resolve().parents[2]
+LVDASH = ROOT / "dashboards" / "lakewatch.lvdash.json"
+PUBLISHED_NAMES = {t.name for t in PUBLISHED}
+TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_`][\w.`]*)", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def session(spark):
+    """A session of its own (same JVM): the temp views named like the observability tables stay here."""
+    return spark.newSession()
+
+
+def empty_views(session, tables: tuple[ObservabilityTable, ...] = PUBLISHED) -> None:
+    for t in tables:
+        schema = ", ".join(f"`{name}` {data_type}" for name, data_type, _ in t.columns)
+        session.createDataFrame([], schema).createOrReplaceTempView(t.name)
+
+
+def sample_value(name: str, data_type: str) -> Any:
+    """One plausible value per column type; ids agree across tables so the datasets' joins match."""
+    if name.endswith("_id"):
+        return "u1"
+    kind = data_type.upper()
+    if kind == "TIMESTAMP":
+        return datetime(2026, 11, 2, 10, 30)
+    if kind == "DATE":
+        return date(2026, 11, 2)
+    if kind in ("BIGINT", "INT"):
+        return 3
+    if kind == "DOUBLE":
+        return 0.75
+    if kind == "BOOLEAN":
+        return True
+    if kind.startswith("ARRAY"):
+        return ["a", "b"]
+    return f"{name}_value"
+
+
+def one_row_views(session) -> None:
+    for t in PUBLISHED:
+        schema = ", ".join(f"`{name}` {data_type}" for name, data_type, _ in t.columns)
+        row = tuple(sample_value(name, data_type) for name, data_type, _ in t.columns)
+        session.createDataFrame([row], schema).createOrReplaceTempView(t.name)
+
+
+# -- the real dashboard ------------------------------------------------------------------------
+def test_real_dashboard_has_the_six_pages_on_one_grid_without_overlaps():
+    dashboard = load_dashboard(LVDASH)
+    assert [p.display_name for p in dashboard.pages] == [
+        "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors"]
+    raw = json.loads(LVDASH.read_text())
+    assert {p.get("layoutVersion") for p in raw["pages"]} == {None}  # the 6-column grid of exports, everywhere
+    for page in dashboard.pages:
+        taken: dict[tuple[int, int], str] = {}
+        for w in page.widgets:
+            assert w.position.x + w.position.width <= 6, w.name
+            for x in range(w.position.x, w.position.x + w.position.width):
+                for y in range(w.position.y, w.position.y + w.position.height):
+                    assert (x, y) not in taken, f"{w.name} overlaps {taken[(x, y)]} on page {page.name}"
+                    taken[(x, y)] = w.name
+        kinds = {w.kind for w in page.widgets}
+        assert "text" in kinds and kinds & {"line", "bar"}, page.name
+
+
+def test_real_dashboard_uses_the_documented_widget_versions_and_encodings():
+    raw = json.loads(LVDASH.read_text())
+    versions = {"counter": 2, "line": 3, "bar": 3, "table": 1}
+    for page in raw["pages"]:
+        for item in page["layout"]:
+            w = item["widget"]
+            if "multilineTextboxSpec" in w:
+                assert "spec" not in w and "queries" not in w
+                continue
+            spec = w["spec"]
+            assert spec["version"] == versions[spec["widgetType"]], w["name"]
+            assert [q["name"] for q in w["queries"]] == ["main_query"]
+    for d in raw["datasets"]:
+        assert all(line.endswith("\n") for line in d["queryLines"]), d["name"]
+
+
+def test_dataset_queries_read_only_published_tables_unqualified():
+    dashboard = load_dashboard(LVDASH)
+    used = set()
+    for d in dashboard.datasets:
+        names = {n.strip("`") for n in TABLE_REFERENCE.findall(d.query)}
+        assert names, d.name
+        assert all("." not in n for n in names), f"dataset {d.name} qualifies a table: {names}"
+        assert names <= PUBLISHED_NAMES, f"dataset {d.name} reads {names - PUBLISHED_NAMES}, not published tables"
+        used |= names
+    assert used == PUBLISHED_NAMES  # every observability table appears on the dashboard
+
+
+def test_dataset_and_widget_queries_resolve_against_the_tables_columns(session):
+    empty_views(session)
+    dashboard = load_dashboard(LVDASH)
+    columns = {d.name: set(session.sql(d.query).columns) for d in dashboard.datasets}
+    for _, w in dashboard.widgets():
+        if w.query is None:
+            continue
+        referenced = {c for f in w.query.fields for c in re.findall(r"`([^`]+)`", f.expression)} - {"*"}
+        missing = referenced - columns[w.query.dataset_name]
+        assert not missing, f"widget {w.name} uses {missing}, which dataset {w.query.dataset_name} does not return"
+        session.sql(widget_sql(w.query, dashboard.dataset(w.query.dataset_name))).collect()  # parses and resolves
+
+
+def test_every_widget_of_the_real_dashboard_renders_data_from_one_row_per_table(session, tmp_path):
+    one_row_views(session)
+    out = write_dashboard(session, LVDASH, tmp_path / "out" / "dashboard.html", title="lakewatch test")
+    page = out.read_text()
+    dashboard = load_dashboard(LVDASH)
+    for _, w in dashboard.widgets():
+        match = re.search(rf'data-widget="{re.escape(w.name)}"[^>]*', page)
+        assert match, w.name
+        if w.kind == "text":
+            assert "data-rows" not in match.group(0)
+            continue
+        rows = int(re.search(r'data-rows="(\d+)"', match.group(0)).group(1))
+        assert rows >= 1 and "data-error" not in match.group(0), w.name
+    assert "could not be shown" not in page
+    assert page.count("<svg") == sum(w.kind in ("line", "bar") for _, w in dashboard.widgets())
+
+
+def test_the_page_is_self_contained(session):
+    update_status_view(session)
+    page = render_dashboard_from(session, parse_dashboard(small_dashboard()))
+    assert "<script" not in page and "<link" not in page and "url(" not in page and "@import" not in page
+    assert set(re.findall(r"https?://[^\"' ]+", page)) <= {"http://www.w3.org/2000/svg"}
+
+
+def test_resource_points_the_datasets_at_the_pipelines_catalog_and_schema():
+    from databricks.bundles.dashboards import Dashboard
+
+    from pipelines.bundle import load_bundle
+
+    bundle = load_bundle(ROOT)
+    (key, raw), = bundle.resources("dashboards").items()
+    Dashboard.from_dict(raw)  # the typed model rejects unknown keys
+    assert (bundle.resource_file("dashboards", key).parent / raw["file_path"]).resolve() == LVDASH
+    resolved = bundle.resolve(raw, "dashboard")
+    observability = bundle.pipeline("lakewatch_observability")  # the pipeline that publishes the tables
+    assert (resolved["dataset_catalog"], resolved["dataset_schema"]) == (observability.catalog, observability.schema)
+    assert raw["warehouse_id"] == "${var.warehouse_id}"
+    assert yaml.safe_load((ROOT / "databricks.yml").read_text())["variables"]["warehouse_id"]
+
+
+# -- widget queries and the page, on hand-made rows --------------------------------------------
+UPDATES = [  # update_id, start_time, duration_seconds, final_state
+    ("u1", datetime(2026, 11, 2, 10, 0), 20.0, "COMPLETED"),
+    ("u2", datetime(2026, 11, 2, 11, 0), 30.0, "FAILED"),
+    ("u3", datetime(2026, 11, 3, 9, 0), 40.0, "COMPLETED"),
+    ("u4", datetime(2026, 11, 3, 12, 0), 10.0, "COMPLETED"),
+]
+
+
+def field(name: str, expression: str) -> dict:
+    return {"name": name, "expression": expression}
+
+
+def widget(name: str, dataset: str, fields: list[dict], spec: dict, x: int = 0, y: int = 0, w: int = 6, h: int = 4,
+           disaggregated: bool = False, orders: list[dict] | None = None) -> dict:
+    query = {"datasetName": dataset, "fields": fields, "disaggregated": disaggregated}
+    if orders:
+        query["orders"] = orders
+    return {"widget": {"name": name, "queries": [{"name": "main_query", "query": query}], "spec": spec},
+            "position": {"x": x, "y": y, "width": w, "height": h}}
+
+
+def small_dashboard() -> dict:
+    """One page with a widget of each kind over `update_status`, in the serialized format."""
+    return {
+        "datasets": [{"name": "upd", "displayName": "updates",
+                      "queryLines": ["SELECT update_id, start_time, duration_seconds, final_state,\n",
+                                     "  CASE WHEN final_state = 'COMPLETED' THEN 1.0 ELSE 0.0 END AS ok\n",
+                                     "FROM update_status\n"]}],
+        "pages": [{"name": "p1", "displayName": "Runs", "pageType": "PAGE_TYPE_CANVAS", "layout": [
+            {"widget": {"name": "intro", "multilineTextboxSpec": {"lines": ["## Runs\n", "Updates **by state**"]}},
+             "position": {"x": 0, "y": 0, "width": 6, "height": 1}},
+            widget("rate", "upd", [field("avg(ok)", "AVG(`ok`)")],
+                   {"version": 2, "widgetType": "counter", "frame": {"showTitle": True, "title": "Success rate"},
+                    "encodings": {"value": {"fieldName": "avg(ok)", "format": {"type": "number-percent"}}}},
+                   y=1, w=2, h=2),
+            widget("count", "upd", [field("count(*)", "COUNT(`*`)")],
+                   {"version": 2, "widgetType": "counter", "encodings": {"value": {"fieldName": "count(*)"}}},
+                   x=2, y=1, w=2, h=2),
+            widget("by-day", "upd", [field("daily(start_time)", 'DATE_TRUNC("DAY", `start_time`)'),
+                                     field("final_state", "`final_state`"),
+                                     field("sum(duration_seconds)", "SUM(`duration_seconds`)")],
+                   {"version": 3, "widgetType": "bar", "encodings": {
+                       "x": {"fieldName": "daily(start_time)", "scale": {"type": "temporal"}, "displayName": "Day"},
+                       "y": {"fieldName": "sum(duration_seconds)", "scale": {"type": "quantitative"}},
+                       "color": {"fieldName": "final_state", "scale": {"type": "categorical", "mappings": [
+                           {"value": "FAILED", "color": {"themeColorType": "visualizationColors", "position": 4}}]}}}},
+                   y=3, w=3),
+            widget("trend", "upd", [field("start_time", "`start_time`"), field("final_state", "`final_state`"),
+                                    field("max(duration_seconds)", "MAX(`duration_seconds`)")],
+                   {"version": 3, "widgetType": "line", "encodings": {
+                       "x": {"fieldName": "start_time", "scale": {"type": "temporal"}},
+                       "y": {"fieldName": "max(duration_seconds)", "scale": {"type": "quantitative"}},
+                       "color": {"fieldName": "final_state", "scale": {"type": "categorical"}}}},
+                   x=3, y=3, w=3),
+            widget("latest", "upd", [field("update_id", "`update_id`"), field("final_state", "`final_state`")],
+                   {"version": 1, "widgetType": "table", "encodings": {"columns": [
+                       {"fieldName": "update_id", "title": "Update"}, {"fieldName": "final_state", "title": "State"}]}},
+                   y=7, disaggregated=True, orders=[{"direction": "DESC", "expression": "`start_time`"}]),
+        ]}],
+    }
+
+
+def update_status_view(session, rows=UPDATES) -> None:
+    session.createDataFrame(rows, "update_id STRING, start_time TIMESTAMP, duration_seconds DOUBLE, final_state STRING") \
+        .createOrReplaceTempView("update_status")
+
+
+def test_widget_queries_group_order_and_count_like_lakeview(session):
+    update_status_view(session)
+    results = run_widgets(session, parse_dashboard(small_dashboard()))
+    assert results["rate"].rows == ((0.75,),)
+    assert results["count"].rows == ((4,),)
+    by_day = {(r["daily(start_time)"].date(), r["final_state"]): r["sum(duration_seconds)"] for r in results["by-day"].records()}
+    assert by_day == {(date(2026, 11, 2), "COMPLETED"): 20.0, (date(2026, 11, 2), "FAILED"): 30.0,
+                      (date(2026, 11, 3), "COMPLETED"): 50.0}
+    assert results["latest"].column("update_id") == ["u4", "u3", "u2", "u1"]  # orders by a column not shown
+    assert "GROUP BY ALL" in results["by-day"].sql and "GROUP BY" not in results["latest"].sql
+
+
+def test_page_shows_each_widget_with_its_rows_legend_and_formatting(session):
+    update_status_view(session)
+    dashboard = parse_dashboard(small_dashboard())
+    page = render_dashboard_from(session, dashboard)
+    rows = dict(re.findall(r'data-widget="([^"]+)" data-kind="(?:counter|line|bar|table)" data-rows="(\d+)"', page))
+    assert rows == {"rate": "1", "count": "1", "by-day": "3", "trend": "4", "latest": "4"}
+    assert re.search(r'data-widget="intro" data-kind="text"', page) and "<h4>Runs</h4>" in page
+    assert "<strong>by state</strong>" in page
+    assert '<div class="counter-value" title="avg(ok)">75%</div>' in page
+    trend = widget_html(page, "trend")
+    assert trend.count("<path ") == 1 and trend.count("<circle ") == 4  # COMPLETED: 3 points joined; FAILED: 1 dot
+    assert ">COMPLETED</span>" in trend and ">FAILED</span>" in trend  # the legend
+    bars = widget_html(page, "by-day")
+    assert bars.count("<rect ") == 3 and 'fill="#FF3621"' in bars  # FAILED mapped to palette position 4
+    assert ">Nov 02<" in bars and ">Nov 03<" in bars and ">50<" in bars  # day labels, stacked total
+    table = widget_html(page, "latest")
+    assert table.index(">u4<") < table.index(">u1<") and '<span class="state bad">FAILED</span>' in table
+
+
+def test_tables_cap_their_rows_and_say_so(session):
+    many = [(f"u{i}", datetime(2026, 11, 2, 10, 0), 1.0, "COMPLETED") for i in range(TABLE_ROWS + 50)]
+    update_status_view(session, many)
+    table = widget_html(render_dashboard_from(session, parse_dashboard(small_dashboard())), "latest")
+    assert table.count("<tr>") == TABLE_ROWS + 1  # header + rows shown
+    assert f"Showing the first {TABLE_ROWS} of {TABLE_ROWS + 50} rows." in table
+
+
+def test_a_failing_widget_is_shown_as_an_error_and_the_others_still_render(session):
+    update_status_view(session)
+    raw = small_dashboard()
+    raw["pages"][0]["layout"][1]["widget"]["queries"][0]["query"]["fields"][0]["expression"] = "AVG(`no_such_column`)"
+    page = render_dashboard_from(session, parse_dashboard(raw))
+    assert 'data-widget="rate" data-kind="counter" data-rows="0" data-error="1"' in page
+    assert "1 widget(s) could not be shown" in page and "no_such_column" in page
+    assert 'data-widget="count" data-kind="counter" data-rows="1"' in page
+
+
+def test_write_dashboard_renders_the_file_it_is_given(session, tmp_path):
+    update_status_view(session)
+    path = tmp_path / "small.lvdash.json"
+    path.write_text(json.dumps(small_dashboard()))
+    rendered = render_dashboard(session, path)
+    assert "<title>small</title>" in rendered.html and not rendered.failed()
+
+
+def render_dashboard_from(session, dashboard) -> str:
+    from pipelines.dashboard.render import render_html
+
+    return render_html(dashboard, run_widgets(session, dashboard), "test")
+
+
+def widget_html(page: str, name: str) -> str:
+    start = page.index(f'data-widget="{name}"')
+    end = page.find('<div class="widget', start)
+    return page[start:end if end > 0 else None]
+
+
+# -- validation --------------------------------------------------------------------------------
+def broken(change) -> DashboardError:
+    raw = copy.deepcopy(small_dashboard())
+    change(raw)
+    with pytest.raises(DashboardError) as info:
+        parse_dashboard(raw)
+    return info.value
+
+
+def layout(raw: dict, index: int) -> dict:
+    return raw["pages"][0]["layout"][index]["widget"]
+
+
+def test_dangling_dataset_name_is_named():
+    error = broken(lambda raw: layout(raw, 1)["queries"][0]["query"].update(datasetName="nope"))
+    assert "widget 'rate'" in str(error) and "datasetName 'nope'" in str(error) and "upd" in str(error)
+
+
+def test_field_that_no_encoding_uses_is_named():
+    error = broken(lambda raw: layout(raw, 2)["queries"][0]["query"]["fields"].append(field("sum(x)", "SUM(`x`)")))
+    assert "widget 'count'" in str(error) and "field 'sum(x)' is not used by any encoding" in str(error)
+
+
+def test_encoding_of_a_field_the_query_lacks_is_named():
+    error = broken(lambda raw: layout(raw, 4)["spec"]["encodings"]["color"].update(fieldName="state"))
+    assert "widget 'trend'" in str(error) and "encoding 'color' uses field 'state'" in str(error)
+
+
+def test_unknown_widget_type_and_wrong_version_are_named():
+    error = broken(lambda raw: layout(raw, 3)["spec"].update(widgetType="sunburst"))
+    assert "widget 'by-day'" in str(error) and "unknown widgetType 'sunburst'" in str(error)
+    error = broken(lambda raw: layout(raw, 3)["spec"].update(version=2))
+    assert "widget 'by-day'" in str(error) and "spec version 2, expected 3" in str(error)
+
+
+def test_layout_outside_the_grid_and_duplicate_names_are_rejected():
+    error = broken(lambda raw: raw["pages"][0]["layout"][3]["position"].update(x=4))
+    assert "widget 'by-day'" in str(error) and "6-column grid" in str(error)
+    error = broken(lambda raw: layout(raw, 2).update(name="rate"))
+    assert "widget 'rate'" in str(error) and "more than one widget" in str(error)
+
+
+def test_dataset_without_a_query_is_named():
+    error = broken(lambda raw: raw["datasets"][0].pop("queryLines"))
+    assert "dataset 'upd'" in str(error) and "queryLines" in str(error)
+
+
+# -- numbers and axes ---------------------------------------------------------------------------
+@pytest.mark.parametrize("value, fmt, expected", [
+    (1538.0, None, "1,538"),
+    (24.378, None, "24.38"),
+    (0.0120563, None, "0.0121"),
+    (1234567.8, None, "1,234,568"),
+    (0.89375, NumberFormat("number-percent", 1), "89.4%"),
+    (0.75, NumberFormat("number-percent", 1), "75%"),
+    (0.75, NumberFormat("number-percent", 1, exact=True), "75.0%"),
+    (29287, NumberFormat(compact=True, decimal_places=1), "29.3K"),
+    (55.0, NumberFormat(compact=True, decimal_places=1), "55"),
+    (9.0, NumberFormat(decimal_places=1, exact=True), "9.0"),
+    (None, None, "—"),
+])
+def test_numbers_read_at_a_glance(value, fmt, expected):
+    assert format_number(value, fmt) == expected
+
+
+def test_axes_use_whole_steps_for_counts_and_zoom_into_narrow_rates():
+    assert nice_ticks(0, 2, integer=True) == [0, 1, 2]
+    assert value_ticks([0.0, 2.0]) == [0, 1, 2]
+    assert value_ticks([0.88, 0.95, 1.0], zoom=True)[0] > 0.8  # pass rates are not squashed at the top
+    assert value_ticks([0.88, 0.95, 1.0])[0] == 0  # bars always start at zero
+
+
+def test_time_labels_follow_the_span():
+    assert time_label_format(77, 15, all_dates=False) == "%H:%M:%S"
+    assert time_label_format(3 * 3600, 1800, all_dates=False) == "%H:%M"
+    assert time_label_format(3 * 86400, 86400, all_dates=True) == "%b %d"
