@@ -44,8 +44,12 @@ class RenderedDashboard:
 
 
 def run_widgets(spark: Any, dashboard: Dashboard) -> dict[str, WidgetResult]:
-    """Runs every data widget's query, in page order. (Caching each dataset once was measured and
-    was slower: the tables are small and each query's cost is planning, not scanning.)"""
+    """Runs every data widget's query, one after the other, in page order.
+
+    Measured on the demo's tables (Spark Connect, cold JVM): 32 s serially, 26 s with four queries
+    in flight, but concurrent queries made the Connect server drop a result stream now and then
+    (INVALID_CURSOR.DISCONNECTED), so the queries run serially. Caching each dataset once was slower.
+    """
     results: dict[str, WidgetResult] = {}
     for _, widget in dashboard.widgets():
         if widget.query is not None:
