@@ -24,6 +24,7 @@ from pipelines.dashboard.query import WidgetResult
 CHAR_WIDTH = 6.4  # average width of an 11px label, for layout
 PERCENT = NumberFormat(kind="number-percent")
 MAX_VALUE_LABELS = 24  # bars get their value printed when there are at most this many
+MAX_BAR_WIDTH = 72.0  # px; one bar on a wide widget stays a bar, not a wall
 MAX_LINE_LABELS = 3  # lines get their last value printed when there are at most this many
 
 
@@ -362,8 +363,9 @@ def _vertical_bars(b: _Bars, width: int, height: int) -> list[str]:
     every = max(1, math.ceil(n / max((width - left - right) / per_label, 1)))
     show_values = n * (len(b.series) if b.grouped else 1) <= MAX_VALUE_LABELS
     baseline = top + plot_h
+    per_band = len(b.series) if b.grouped else 1
     for i, label in enumerate(b.cats.labels):
-        inner = band * 0.72
+        inner = min(band * 0.72, MAX_BAR_WIDTH * per_band)
         start = left + band * i + (band - inner) / 2
         if b.grouped:
             w = inner / len(b.series)
