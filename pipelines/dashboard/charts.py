@@ -271,8 +271,7 @@ def _x_scale(xs: Sequence[Any], enc: Encoding, left: float, plot_w: float, keep_
     if temporal:
         dates_only = all(is_midnight(x) for x in xs)
         if hi == lo:
-            pattern = time_label_format(0, 86400 if dates_only else 60, dates_only)
-            return px, format_value, [(px(xs[0]), format_time(xs[0], pattern))]
+            return px, format_value, [(px(xs[0]), format_time(xs[0], "%Y-%m-%d" if dates_only else "%Y-%m-%d %H:%M"))]
         tick_values, step = time_ticks(lo, hi, count, dates_only)
         pattern = time_label_format(hi - lo, step, dates_only)
         labels = [(position(t), format_time(from_epoch(t), pattern)) for t in tick_values]
