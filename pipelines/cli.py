@@ -184,8 +184,10 @@ def cmd_check(args: argparse.Namespace, project: Any) -> int:
 
 
 def check_queries(project: Any) -> int:
-    """Runs every alert query (and dashboard dataset query) on the local tables."""
+    """Runs every alert query and every dashboard widget query on the local tables."""
     from pipelines.alerts import load_alerts, run_alert
+    from pipelines.dashboard.lvdash import load_dashboard
+    from pipelines.dashboard.render import run_widgets
 
     project.use_schema()
     failed = 0
@@ -194,7 +196,47 @@ def check_queries(project: Any) -> int:
         ok = result.state != "ERROR"
         failed += not ok
         _say(f"{'ok   ' if ok else 'ERROR'} alert {spec.key}{'' if ok else ': ' + str(result.error)}")
+    for key, path in dashboard_files(project):
+        for name, widget in run_widgets(project.spark, load_dashboard(path)).items():
+            ok = widget.error is None
+            failed += not ok
+            _say(f"{'ok   ' if ok else 'ERROR'} dashboard {key} widget {name}{'' if ok else ': ' + str(widget.error)}")
     return failed
+
+
+def dashboard_files(project: Any) -> list[tuple[str, Path]]:
+    """(resource key, .lvdash.json path) of every dashboard resource in the bundle."""
+    result = []
+    for key, raw in sorted(project.bundle.resources("dashboards").items()):
+        source = project.bundle.resource_file("dashboards", key)
+        result.append((key, (source.parent / raw["file_path"]).resolve()))
+    return result
+
+
+def cmd_dashboard(args: argparse.Namespace, project: Any) -> int:
+    files = dashboard_files(project)
+    if not files:
+        raise LakewatchError("BUNDLE_INVALID", {"where": "resources.dashboards", "reason": "the bundle has no dashboard"})
+    project.use_schema()
+    failed = 0
+    for key, path in files:
+        failed += write_dashboard_file(project, key, path, args.output)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def write_dashboard_file(project: Any, key: str, path: Path, output: Path | None = None) -> int:
+    """Renders one dashboard to HTML; says where it is and which widgets failed. Returns failures."""
+    from pipelines.dashboard.render import render_dashboard
+
+    title = project.bundle.resources("dashboards").get(key, {}).get("display_name")
+    rendered = render_dashboard(project.spark, path, title=str(title) if title else None)
+    target = output or project.home.root / f"{key}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(rendered.html, encoding="utf-8")
+    _say(f"dashboard {key}: {target} ({len(rendered.results)} widgets in {rendered.seconds:.0f}s; open it in a browser)")
+    for result in rendered.failed():
+        _say(f"error: dashboard {key} widget {result.widget.name}: {result.error}")
+    return len(rendered.failed())
 
 
 def cmd_alerts(args: argparse.Namespace, project: Any) -> int:
@@ -270,8 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
     alerts.add_argument("--json", action="store_true")
     alerts.set_defaults(handler=cmd_alerts)
 
+    dash = sub.add_parser("dashboard", help="render the bundle's AI/BI dashboard from the local tables to one HTML file")
+    dash.add_argument("--output", type=Path, default=None, help="HTML file to write (default: <home>/<dashboard>.html)")
+    dash.set_defaults(handler=cmd_dashboard)
+
     check = sub.add_parser("check", help="check the bundle offline (models, references, paths)")
-    check.add_argument("--queries", action="store_true", help="also run every alert query on the local tables")
+    check.add_argument("--queries", action="store_true",
+                       help="also run every alert query and dashboard widget query on the local tables")
     check.set_defaults(handler=cmd_check)
 
     demo = sub.add_parser("demo", help="the whole scenario on a fresh local state: data, updates, observability")

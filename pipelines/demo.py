@@ -86,7 +86,14 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
     else:
         print_health(project)
         print_alerts(project)
+        ok = print_dashboard(project) and ok
     return 0 if ok else 1
+
+
+def print_dashboard(project: Any) -> bool:
+    from pipelines.cli import dashboard_files, write_dashboard_file
+
+    return sum(write_dashboard_file(project, key, path) for key, path in dashboard_files(project)) == 0
 
 
 def print_alerts(project: Any) -> None:

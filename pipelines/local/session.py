@@ -124,7 +124,9 @@ def start_local_spark(home: LocalHome, spark_conf: Mapping[str, str] | None = No
     stem = datetime.now(timezone.utc).strftime("spark-%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     log_config, log_file = write_log_config(home.logs, stem)
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
-    java_options = f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} -XX:TieredStopAtLevel=1"
+    # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
+    java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
+                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
     port = _free_port()
     conf = {
         **base_conf(java_options),

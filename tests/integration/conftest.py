@@ -17,5 +17,5 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local home after `lakewatch demo`: four ingest updates (one failed on purpose) and the
     observability tables refreshed. Runs the demo once; fails with its output if it exits non-zero."""
     home = tmp_path_factory.mktemp("demo_home")
-    Cli(home).run("demo", timeout=DEMO_TIMEOUT_SECONDS)
+    Cli(home).run("demo", "--rows", "150", timeout=DEMO_TIMEOUT_SECONDS)
     return home
