@@ -3,6 +3,7 @@ one Spark session started on first use and shared by every step of a command."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,7 +50,9 @@ class LocalProject:
         if self._local is None:
             from pipelines.local.session import start_local_spark
 
-            self.print(f"starting the local engine (Spark local[2], Delta, catalog in {self.home.root})")
+            # A progress notice, not a result: stderr, so `--json` output stays parseable.
+            print(f"starting the local engine (Spark local[2], Delta, catalog in {self.home.root})",
+                  file=sys.stderr, flush=True)
             self._local = start_local_spark(self.home, self.settings.spark_conf)
         return self._local.spark
 
