@@ -34,7 +34,7 @@ def _key_values(items: Sequence[str] | None) -> tuple[tuple[str, str], ...]:
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {"reason": f"--set expects key=value, got {item!r}"})
+            raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": f"--set expects key=value, got {item!r}"})
         pairs.append((key.strip(), value))
     return tuple(pairs)
 
@@ -96,7 +96,7 @@ def cmd_generate(args: argparse.Namespace, project: Any) -> int:
     known = {t.name for t in tables.tables}
     for name in (only or ()) + _split_list(args.incomplete_upload):
         if name not in known:
-            raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {"reason": f"no table '{name}' in {tables.path}"})
+            raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": f"no table '{name}' in {tables.path}"})
     settings = load_column_settings(project.root / "conf" / "generator.yml")
     for _ in range(args.batches):
         written = generate_batch(

@@ -55,9 +55,9 @@ ERROR_CLASSES: dict[str, str] = {
         "The local catalog under {home} is in use by another lakewatch process (Derby allows one "
         "at a time). Wait for it to finish, or point LAKEWATCH_HOME elsewhere."
     ),
-    "UPDATE_FAILED": "Update {update_id} of pipeline '{pipeline}' FAILED. {detail}",
     "QUERY_FAILED": "The query failed: {reason}",
     "GENERATOR_INVALID_ARGUMENT": "Invalid generator setting: {reason}",
+    "CLI_INVALID_ARGUMENT": "Invalid argument: {reason}",
 }
 
 

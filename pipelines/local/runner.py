@@ -674,9 +674,6 @@ def _quietly(action: Callable[[], None]) -> None:
         action()
 
 
-__all__ = ["LocalRunner", "UpdateRequest", "UpdateResult", "FlowResult", "FILE_STATE_TABLE", "error_class"]
-
-
 def summarize(result: UpdateResult) -> Sequence[str]:
     lines = [f"update {result.update_id} of '{result.pipeline_name}': {result.state} "
              f"in {(result.ended_at - result.started_at).total_seconds():.1f}s"]
