@@ -167,8 +167,9 @@ def good_rows(spark: Any, table: TableSpec, rows: int, seed: int,
         spec = dg.DataGenerator(spark, name=f"{table.name}_gen", rows=rows, partitions=1,
                                 randomSeedMethod="fixed", randomSeed=seed)
         for column in table.columns:
-            spark_type, options = _default_options(column.data_type)
-            options = {**options, **dict((settings or {}).get(column.name, {}))}
+            spark_type, defaults = _default_options(column.data_type)
+            # Settings of a column replace its defaults (a `values` list and a default `template` clash).
+            options = dict((settings or {}).get(column.name) or defaults)
             spec = spec.withColumn(column.name, spark_type, **options)
         records = [r.asDict() for r in spec.build().collect()]
     for record in records:
