@@ -100,7 +100,8 @@ class DatabricksEngine:
             .option("cloudFiles.schemaEvolutionMode", "rescue")
             .option("rescuedDataColumn", "_rescued_data")
             .option("columnNameOfCorruptRecord", "_corrupt_record")
-            .schema(f"{table.schema_ddl}, `_corrupt_record` STRING")
+            # With an explicit schema, the rescued and corrupt columns are declared in it too.
+            .schema(f"{table.schema_ddl}, `_rescued_data` STRING, `_corrupt_record` STRING")
             .load(path)
             .select(
                 *[F.col(f"`{c}`") for c in table.column_names],

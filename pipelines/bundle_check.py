@@ -48,9 +48,11 @@ def _models() -> dict[str, Callable[[Any], Any]]:
     from databricks.bundles.dashboards import Dashboard
     from databricks.bundles.jobs import Job
     from databricks.bundles.pipelines import Pipeline
+    from databricks.bundles.schemas import Schema
+    from databricks.bundles.volumes import Volume
 
     return {"pipelines": Pipeline.from_dict, "jobs": Job.from_dict, "alerts": Alert.from_dict,
-            "dashboards": Dashboard.from_dict}
+            "dashboards": Dashboard.from_dict, "schemas": Schema.from_dict, "volumes": Volume.from_dict}
 
 
 def _unknown(where: str, data: Any, allowed: Iterable[str]) -> list[Finding]:

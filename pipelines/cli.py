@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
     project.pipeline(args.pipeline)  # an unknown pipeline fails before the engine starts
     request = UpdateRequest(
         pipeline=args.pipeline,
-        full_refresh=args.full_refresh or bool(args.full_refresh_selection),
+        full_refresh=args.full_refresh,
         full_refresh_selection=_split_list(args.full_refresh_selection),
         refresh_selection=_split_list(args.refresh),
         cause=args.cause,

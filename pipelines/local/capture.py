@@ -57,13 +57,18 @@ class ProgressCollector(StreamingQueryListener):
                 sources=tuple(s.description for s in p.sources),
                 sink=p.sink.description if p.sink is not None else None,
             )
-            if self._on_batch is not None:
-                batch.extra.update(self._on_batch(batch))
-            with self._lock:
-                self.batches.append(batch)
         except Exception as e:  # noqa: BLE001 (a listener must not kill the listener bus)
             with self._lock:
                 self.errors.append(f"{type(e).__name__}: {e}")
+            return
+        if self._on_batch is not None:
+            try:
+                batch.extra.update(self._on_batch(batch))
+            except Exception as e:  # noqa: BLE001 (the batch is kept; only the extra measurement is missing)
+                with self._lock:
+                    self.errors.append(f"measuring after batch {batch.batch_id} of {batch.flow}: {type(e).__name__}: {e}")
+        with self._lock:
+            self.batches.append(batch)
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802
         pass

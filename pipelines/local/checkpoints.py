@@ -133,7 +133,10 @@ def list_landing(folder: str | Path) -> list[LandingFile]:
             if name.startswith((".", "_")):
                 continue
             p = Path(dirpath) / name
-            st = p.stat()
+            try:
+                st = p.stat()
+            except FileNotFoundError:  # removed while listing: not there any more
+                continue
             files.append(LandingFile(os.path.normpath(str(p)), st.st_size,
                                      datetime.fromtimestamp(st.st_mtime, timezone.utc)))
     return sorted(files, key=lambda f: f.path)
@@ -162,6 +165,8 @@ def file_states(landing: str | Path, checkpoint: Path | None) -> list[FileState]
     """Every landing file and every file the checkpoint recorded, with its ingestion state."""
     recorded = {f.path: f for f in source_log(checkpoint)} if checkpoint else {}
     commits = committed_batches(checkpoint) if checkpoint else {}
+    # Streaming keeps only the newest commit files (minBatchesToRetain); earlier batches committed too.
+    last_commit = max(commits) if commits else -1
     starts = batch_timestamps(checkpoint) if checkpoint else {}
     on_disk = {f.path: f for f in list_landing(landing)}
     rows = []
@@ -170,9 +175,11 @@ def file_states(landing: str | Path, checkpoint: Path | None) -> list[FileState]
         seen = recorded.get(path)
         batch = seen.batch_id if seen else None
         commit = commits.get(batch) if batch is not None else None
-        state = "committed" if commit else ("discovered" if seen else "pending")
-        create = disk.modification_time if disk else (
-            datetime.fromtimestamp(seen.modification_ms / 1000, timezone.utc) if seen else None)
+        committed = batch is not None and batch <= last_commit
+        state = "committed" if committed else ("discovered" if seen else "pending")
+        # The time the stream saw the file, when it did: a later overwrite is not re-read.
+        create = (datetime.fromtimestamp(seen.modification_ms / 1000, timezone.utc) if seen
+                  else disk.modification_time if disk else None)
         rows.append(FileState(
             path=path,
             size=disk.size if disk else None,

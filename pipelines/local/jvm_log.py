@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _HEADER = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [A-Z]+ \S+: (?P<message>.*)$")
-_FLOW_FAILED = re.compile(r"Flow [`'](?P<flow>[^`']+)[`'] (?:failed|has FAILED)|starting flow:\s*(?P<flow2>\S+)")
+# e.g. "Flow `spark_catalog`.`lakewatch`.`orders_bronze` failed", "Flow 'x' has FAILED more than 1 times ...",
+# "Unhandled exception while starting flow:x"
+_FLOW_FAILED = re.compile(r"Flow (?P<flow>\S+) (?:failed|has FAILED)|starting flow:\s*(?P<flow2>\S+)")
 _EXCEPTION = re.compile(r"^(?:Caused by: )?(?P<cls>[A-Za-z_$][\w$]*(?:\.[\w$]+)+)(?::\s?(?P<msg>.*))?$")
 
 
@@ -45,7 +47,7 @@ def flow_exceptions(text: str) -> dict[str, list[JvmException]]:
         i += 1
         if not failed:
             continue
-        flow = (failed.group("flow") or failed.group("flow2") or "").split(".")[-1].strip("`")
+        flow = (failed.group("flow") or failed.group("flow2") or "").split(".")[-1].strip("`'")
         chain: list[JvmException] = []
         while i < len(lines) and not _HEADER.match(lines[i]):
             line = lines[i]

@@ -14,7 +14,7 @@ import getpass
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -171,6 +171,7 @@ class _Update:
         self.log_offset = jvm_log.size(runner.local.log_file)
         self.flow_status: dict[str, FlowResult] = {}
         self.mv_versions: dict[str, int] = {}
+        self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
 
     # -- helpers -------------------------------------------------------------------------------
@@ -198,8 +199,9 @@ class _Update:
     # -- the update ----------------------------------------------------------------------------
     def run(self) -> UpdateResult:
         request = self.request
-        self.say(f"pipeline '{self.pipeline.name}': starting update {self.update_id[:8]}"
-                 f"{' (full refresh)' if request.full_refresh else ''}")
+        refresh = " (full refresh)" if request.full_refresh else (
+            f" (full refresh of {', '.join(request.full_refresh_selection)})" if request.full_refresh_selection else "")
+        self.say(f"pipeline '{self.pipeline.name}': starting update {self.update_id[:8]}{refresh}")
         self.add(E.create_update(
             self.origin, self.started_at, cause=request.cause, full_refresh=request.full_refresh,
             full_refresh_selection=request.full_refresh_selection, refresh_selection=request.refresh_selection,
@@ -215,7 +217,7 @@ class _Update:
         final_state = "COMPLETED"
         try:
             self.register()
-            if request.full_refresh:
+            if request.full_refresh or request.full_refresh_selection:
                 self.update_state("RESETTING")
             self.update_state("SETTING_UP_TABLES")
             self.execute()
@@ -307,13 +309,14 @@ class _Update:
         self.storage.mkdir(parents=True, exist_ok=True)
         self.create_sinks()
         self.mv_versions = {name: v for name in self.materialized_views() if (v := self.table_version(name)) is not None}
+        self.committed_before = self.committed_now()
         self.collector = ProgressCollector(on_batch=self.measure_batch)
         self.spark.streams.addListener(self.collector)
         try:
             results = start_run(
                 self.spark, self.graph_id,
                 full_refresh=list(self.request.full_refresh_selection),
-                full_refresh_all=self.request.full_refresh and not self.request.full_refresh_selection,
+                full_refresh_all=self.request.full_refresh,
                 refresh=list(self.request.refresh_selection),
                 dry=False, storage=self.storage.as_uri(),
             )
@@ -326,6 +329,8 @@ class _Update:
         finally:
             self.wait_for_progress()
             self.spark.streams.removeListener(self.collector)
+            for problem in self.collector.errors:
+                self.say(f"  warning: a streaming progress event could not be read: {problem}")
 
     def on_sdp_event(self, event: SdpEvent) -> None:
         self.sdp_events.append(event)
@@ -368,43 +373,49 @@ class _Update:
         left = C.backlog(landing, self.checkpoint(flow))
         return {"backlog_files": left.files, "backlog_bytes": left.bytes}
 
+    def committed_now(self) -> set[tuple[str, str, int]]:
+        """(flow, checkpoint, batch) of every committed batch of the measured flows."""
+        found = set()
+        for flow in adapter.LOCAL_GRAPH.measured_flows:
+            cp = self.checkpoint(flow)
+            if cp is not None:
+                found |= {(flow, str(cp), batch) for batch in C.committed_batches(cp)}
+        return found
+
     def wait_for_progress(self, timeout: float = 15.0) -> None:
-        """Waits until the listener has reported every batch committed during this update."""
+        """Waits until the listener has reported every batch this update committed."""
         assert self.collector is not None
         deadline = time.monotonic() + timeout
-        since = self.started_at - timedelta(seconds=1)
-        while time.monotonic() < deadline:
-            expected = set()
-            for flow in adapter.LOCAL_GRAPH.measured_flows:
-                cp = self.checkpoint(flow)
-                if cp is None:
-                    continue
-                for batch, committed in C.committed_batches(cp).items():
-                    if committed >= since:
-                        expected.add((flow, batch))
+        while True:
+            expected = {(flow, batch) for flow, _, batch in self.committed_now() - self.committed_before}
             seen = {(short_name(b.flow), b.batch_id) for b in self.collector.snapshot()}
             if expected <= seen:
                 return
+            if time.monotonic() >= deadline:
+                missing = ", ".join(f"{f} batch {b}" for f, b in sorted(expected - seen))
+                self.say(f"  warning: no progress event arrived for {missing}; their metrics are NULL")
+                return
             time.sleep(0.1)
-        self.say("  warning: some streaming progress events did not arrive; their metrics are NULL")
 
     # -- finishing -----------------------------------------------------------------------------
     def finish(self, final_state: str, error: BaseException | None) -> tuple[str, datetime, BaseException | None]:
         exceptions = jvm_log.flow_exceptions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
-        try:
-            if self.registry is not None:
-                self.keep_unrefreshed_views()
-                self.add_definitions()
-                self.add_flow_events(exceptions)
-                self.add_batch_metrics()
-                self.note_idle_streaming_flows()
-                self.add_batch_view_metrics()
-                self.add_backlog_at_end()
-                self.write_file_state()
-        except Exception as e:  # noqa: BLE001 (measuring must not hide the update's own outcome)
-            self.say(f"  warning: could not record all metrics: {_one_line(_error_text(e))}")
-            if error is None:
-                error, final_state = e, "FAILED"
+        if self.registry is not None:
+            steps: list[tuple[str, Callable[[], None]]] = [
+                ("keep unrefreshed views", self.keep_unrefreshed_views),
+                ("definitions", self.add_definitions),
+                ("flow events", lambda: self.add_flow_events(exceptions)),
+                ("batch metrics", self.add_batch_metrics),
+                ("idle flows", self.note_idle_streaming_flows),
+                ("materialized view metrics", self.add_batch_view_metrics),
+                ("backlog", self.add_backlog_at_end),
+                ("file state", self.write_file_state),
+            ]
+            for name, step in steps:
+                try:
+                    step()
+                except Exception as e:  # noqa: BLE001 (one measurement failing must not stop the others)
+                    self.say(f"  warning: {name} not recorded: {_one_line(_error_text(e))}")
         ended = now()
         error_struct = None
         if final_state == "FAILED":
@@ -561,7 +572,7 @@ class _Update:
             result = self.flow_status.get(name)
             if result is None or result.status != "COMPLETED":
                 continue
-            commits = self.commits_since(self.qualified(flow.target), self.started_at)
+            commits = self.commits_after(self.qualified(flow.target), self.mv_versions.get(flow.target))
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             written = sum(rows) if rows else None
             at = max((t for t, _ in commits), default=now())
@@ -577,13 +588,14 @@ class _Update:
                                     status="COMPLETED", streaming=False))
             result.rows_written = written
 
-    def commits_since(self, table: str, since: datetime) -> list[tuple[datetime, dict[str, str]]]:
-        rows = self.spark.sql(f"DESCRIBE HISTORY {table}").select("timestamp", "operationMetrics").collect()
+    def commits_after(self, table: str, version: int | None) -> list[tuple[datetime, dict[str, str]]]:
+        """(commit time in UTC, operation metrics) of the table's commits after `version`."""
+        rows = self.spark.sql(f"DESCRIBE HISTORY {table}").select("version", "timestamp", "operationMetrics").collect()
         result = []
         for row in rows:
-            at = row["timestamp"].replace(tzinfo=timezone.utc)
-            if at >= since - timedelta(seconds=1):
-                result.append((at, dict(row["operationMetrics"] or {})))
+            if version is None or int(row["version"]) > version:
+                # collect() returns naive local time; make it an aware UTC time.
+                result.append((row["timestamp"].astimezone(timezone.utc), dict(row["operationMetrics"] or {})))
         return result
 
     def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:

@@ -256,6 +256,8 @@ def test_reruns_append_events_and_never_rewrite_them(scenario):
     final = scenario.events_after[numbers[-1]]
     ordered = sorted(final.values(), key=lambda v: v[0])
     assert len({seq for seq, _, _ in ordered}) == len(final)  # sequence numbers unique
+    times = [t for _, _, t in ordered]
+    assert times == sorted(times)  # and they increase with time
     per_update = {}
     for update_id, _ in scenario.updates:
         per_update[update_id] = event_log(scenario).where(

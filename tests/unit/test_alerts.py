@@ -124,8 +124,9 @@ def sql_value(v) -> str:
     return "CAST(NULL AS DOUBLE)" if v is None else f"CAST({v!r} AS DOUBLE)"
 
 
-def state_of(spark, alert: AlertSpec, scenario: Callable) -> str:
-    """The alert's state on the health metrics of `scenario` (each scenario is built once).
+def state_of(spark, alert: AlertSpec, scenario: Callable, metrics_age_hours: float = 0) -> str:
+    """The alert's state on the health metrics of `scenario` (each scenario is built once),
+    computed `metrics_age_hours` ago.
 
     The metrics are published as a view in a real database, so the alert's own qualified query runs.
     """
@@ -134,7 +135,8 @@ def state_of(spark, alert: AlertSpec, scenario: Callable) -> str:
         session = spark.newSession()
         observability_views(session, updates, file_state=files, only=["health_metrics"])
         _built[scenario] = session.table("health_metrics").collect()
-    values = ", ".join(f"('{r['metric_name']}', {sql_value(r['metric_value'])}, current_timestamp())"
+    checked_at = f"current_timestamp() - make_interval(0, 0, 0, 0, 0, {int(metrics_age_hours * 60)}, 0)"
+    values = ", ".join(f"('{r['metric_name']}', {sql_value(r['metric_value'])}, {checked_at})"
                        for r in _built[scenario])
     spark.sql(f"CREATE DATABASE IF NOT EXISTS spark_catalog.{DB}")
     spark.sql(f"CREATE OR REPLACE VIEW spark_catalog.{DB}.health_metrics AS "
@@ -153,3 +155,9 @@ def test_alert_triggers_on_its_scenario_and_not_on_a_healthy_one(spark, alerts, 
     trigger, healthy_case = SCENARIOS[key]
     assert state_of(spark, alerts[key], trigger) == "TRIGGERED"
     assert state_of(spark, alerts[key], healthy_case) == "OK"
+
+
+def test_stalled_alert_fires_when_the_metrics_themselves_stop_refreshing(spark, alerts):
+    # Healthy when computed, but computed ten hours ago: the job (and the observability refresh) stopped.
+    assert state_of(spark, alerts["lakewatch_stalled"], healthy, metrics_age_hours=10) == "TRIGGERED"
+    assert state_of(spark, alerts["lakewatch_stalled"], healthy, metrics_age_hours=1) == "OK"

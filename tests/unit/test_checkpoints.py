@@ -85,3 +85,25 @@ def test_latest_checkpoint_is_the_highest_generation(tmp_path):
 def test_uri_forms_are_normalized(tmp_path):
     assert C.to_local_path("file:///tmp/a%20b.json") == "/tmp/a b.json"
     assert C.to_local_path("file:/tmp/x.json") == "/tmp/x.json"
+
+
+def test_batches_whose_commit_files_were_purged_still_count_as_committed(tmp_path):
+    landing = tmp_path / "landing"
+    old = landing_file(landing, "old.json", 10)
+    new = landing_file(landing, "new.json", 20)
+    cp = make_checkpoint(tmp_path, committed=[150, 151], offsets=[150, 151])  # commits 0..149 purged
+    write_log(cp / "sources" / "0", "149.compact", [entry(old, 3)])
+    write_log(cp / "sources" / "0", "151", [entry(new, 151)])
+    states = {Path(s.path).name: s for s in C.file_states(landing, cp)}
+    assert states["old.json"].state == "committed" and states["old.json"].commit_time is None
+    assert states["new.json"].commit_time is not None
+    assert C.backlog(landing, cp) == C.Backlog(files=0, bytes=0)
+
+
+def test_create_time_is_when_the_stream_saw_the_file(tmp_path):
+    landing = tmp_path / "landing"
+    path = landing_file(landing, "a.json", 10, mtime=1_700_000_000)
+    cp = make_checkpoint(tmp_path, committed=[0], offsets=[0])
+    write_log(cp / "sources" / "0", "0", [{"path": path.as_uri(), "timestamp": 1_600_000_000_000, "batchId": 0}])
+    [state] = C.file_states(landing, cp)
+    assert state.create_time.timestamp() == 1_600_000_000  # the overwrite later did not change it

@@ -6,7 +6,7 @@ from pipelines.local.jvm_log import flow_exceptions
 
 LOG = """\
 2026-11-29 14:18:50.101 INFO TriggeredGraphExecution: Flow `orders` is starting
-2026-11-29 14:18:50.990 ERROR TriggeredGraphExecution: Flow `spark_catalog.lakewatch.orders_bronze` failed
+2026-11-29 14:18:50.990 ERROR TriggeredGraphExecution: Flow `spark_catalog`.`lakewatch`.`orders_bronze` failed
 org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] Query terminated with exception
 === Streaming Query ===
 Identifier: spark_catalog.lakewatch.orders_bronze
@@ -18,6 +18,8 @@ Caused by: java.io.EOFException: Unexpected end of input stream
 \tat java.base/java.util.zip.Y(Y.java:1)
 2026-11-29 14:18:51.000 ERROR TriggeredGraphExecution: Flow `sink_flow` failed
 java.lang.IllegalArgumentException: 'path' is not specified
+2026-11-29 14:18:52.000 ERROR PipelinesErrors: Flow 'retried' has FAILED more than 1 times and will not be restarted.
+java.io.IOException: disk full
 """
 
 
@@ -30,4 +32,5 @@ def test_chain_outermost_first_and_per_flow():
     ]
     assert chains["orders_bronze"][-1].message == "Unexpected end of input stream"
     assert chains["sink_flow"][0].class_name == "java.lang.IllegalArgumentException"
+    assert chains["retried"] == [type(chains["retried"][0])("java.io.IOException", "disk full")]
     assert "orders" not in chains

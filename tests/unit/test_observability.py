@@ -218,7 +218,9 @@ def test_health_metrics_after_the_scenario(scenario):
     assert metrics["rows_last_update"] == 0  # u4 ingested nothing: NULL rows count as none
     assert metrics["backlog_files"] == 0
     assert metrics["lowest_pass_rate_today"] is None  # only bronze's own expectations ran today
-    assert metrics["hours_since_last_success"] >= 0
+    u4_end = today_at(0, 40) + dt.timedelta(seconds=5)
+    expected_hours = (dt.datetime.now(dt.timezone.utc) - u4_end).total_seconds() / 3600
+    assert metrics["hours_since_last_success"] == pytest.approx(expected_hours, abs=0.05)
     assert metrics["ingestion_latency_p95_seconds_24h"] is None  # no file state: not measured
 
 
