@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from pipelines.bundle import Bundle
+from pipelines.errors import engine_message
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "GREATER_THAN": lambda a, b: a > b,
@@ -149,7 +150,7 @@ def run_alert(spark: Any, spec: AlertSpec) -> AlertResult:
     try:
         rows = [r.asDict() for r in spark.sql(spec.query_text).collect()]
     except Exception as e:  # noqa: BLE001 (a failing query is the alert's ERROR state)
-        text = str(e).split("\n\nJVM stacktrace:")[0]
+        text = engine_message(e)
         return AlertResult(spec, "ERROR", error=" ".join(text.split())[:500])
     return evaluate(spec, rows)
 

@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipelines.errors import LakewatchError
+from pipelines.errors import LakewatchError, engine_message
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -47,7 +47,7 @@ def error_paragraph(error: BaseException, verbose: bool) -> str:
 
         return str(LakewatchError("METASTORE_LOCKED", {"home": LocalHome.default().root}))
     if not verbose:
-        text = text.split("\n\nJVM stacktrace:")[0]
+        text = engine_message(text)
     text = " ".join(text.split()) if not verbose else text.strip()
     if isinstance(error, LakewatchError):
         return text

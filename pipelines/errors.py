@@ -61,6 +61,11 @@ ERROR_CLASSES: dict[str, str] = {
 }
 
 
+def engine_message(error: BaseException | str) -> str:
+    """An engine error's message without the JVM stack trace Spark Connect appends to it."""
+    return str(error).split("\n\nJVM stacktrace:")[0].strip()
+
+
 class LakewatchError(Exception):
     """An error with an error class and named parameters, rendered from ERROR_CLASSES."""
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.dashboard.lvdash import Dataset, Widget, WidgetQuery
+from pipelines.errors import engine_message
 
 ROW_LIMIT = 10_000  # rows a widget fetches at most; a dashboard widget never needs more
 STAR = re.compile(r"\(\s*`\*`\s*\)")
@@ -84,6 +85,6 @@ def run_widget(spark: Any, widget: Widget, dataset: Dataset, limit: int = ROW_LI
 
 def short_error(error: BaseException) -> str:
     """The engine's message without the JVM stack trace or the logical plan."""
-    text = str(error).split("\n\nJVM stacktrace:")[0]
+    text = engine_message(error)
     first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     return f"{type(error).__name__}: {first}"

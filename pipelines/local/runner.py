@@ -26,6 +26,7 @@ from pipelines import expectations as X
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource
 from pipelines.eventlog import events as E
 from pipelines.eventlog import schema as S
+from pipelines.errors import engine_message
 from pipelines.eventlog.writer import EventLogWriter
 from pipelines.local import checkpoints as C
 from pipelines.local import jvm_log
@@ -667,9 +668,7 @@ def _user() -> str:
 
 
 def _error_text(error: BaseException) -> str:
-    text = str(error)
-    # Spark Connect appends the JVM stack trace to messages; the event log keeps the message.
-    return text.split("\n\nJVM stacktrace:")[0].strip()
+    return engine_message(error)
 
 
 def _one_line(text: str | None) -> str:
