@@ -94,8 +94,11 @@ class DatabricksEngine:
     name = "databricks"
 
     def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
+        reader = spark.readStream.format("cloudFiles")
+        if table.max_files_per_trigger is not None:
+            reader = reader.option("cloudFiles.maxFilesPerTrigger", str(table.max_files_per_trigger))
         return (
-            spark.readStream.format("cloudFiles")
+            reader
             .option("cloudFiles.format", table.format)
             .option("cloudFiles.schemaEvolutionMode", "rescue")
             .option("rescuedDataColumn", "_rescued_data")
@@ -215,7 +218,10 @@ class LocalEngine:
     name = "local"
 
     def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
-        lines = spark.readStream.format("text").load(path).select(F.col("value"), *_metadata_columns())
+        reader = spark.readStream.format("text")
+        if table.max_files_per_trigger is not None:
+            reader = reader.option("maxFilesPerTrigger", str(table.max_files_per_trigger))
+        lines = reader.load(path).select(F.col("value"), *_metadata_columns())
         return rescue_json_lines(
             lines, table.columns, line="value", file_path=SOURCE_FILE,
             passthrough=(SOURCE_FILE, SOURCE_FILE_MTIME),

@@ -59,6 +59,7 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.runner import UpdateRequest, summarize
 
     project.pipeline(args.pipeline)  # an unknown pipeline fails before the engine starts
+    project.lock_runs(f"lakewatch run {args.pipeline}")
     request = UpdateRequest(
         pipeline=args.pipeline,
         full_refresh=args.full_refresh,
@@ -70,6 +71,8 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
     result = project.runner().run_update(request)
     for line in summarize(result):
         _say(line)
+    if args.verbose:
+        _say("  timings: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in result.timings))
     if not result.ok:
         _say(failure_paragraph(result))
         return EXIT_FAILED
@@ -155,6 +158,7 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.job import run_job
     from pipelines.local.runner import summarize
 
+    project.lock_runs(f"lakewatch job {args.job}")
     result = run_job(project.runner(), project.bundle, args.job, say=_say)
     for task in result.tasks:
         _say(f"task {task.task_key}: {task.state}")
@@ -259,9 +263,38 @@ def cmd_alerts(args: argparse.Namespace, project: Any) -> int:
     return EXIT_OK
 
 
+def cmd_engine(args: argparse.Namespace, project: Any) -> int:
+    """`lakewatch engine status|start|stop`: the state folder's resident engine."""
+    from datetime import datetime, timezone
+
+    from pipelines.local import engine
+
+    home = project.home
+    if args.action == "stop":
+        stopped = engine.stop(home)
+        _say(f"stopped the local engine of {home.root} (pid {stopped.pid})" if stopped
+             else f"no local engine runs for {home.root}")
+        return EXIT_OK
+    if args.action == "start":
+        engine.ensure_running(home, project.settings.spark_conf, say=_say, idle_seconds=args.idle_seconds)
+    info = engine.running(home)
+    if info is None:
+        recorded = engine.read_info(home)
+        gone = f" (the last one, pid {recorded.pid}, is gone; its log: {recorded.log_file})" if recorded else ""
+        _say(f"no local engine runs for {home.root}{gone}; the next command starts one")
+        return EXIT_OK
+    since = datetime.fromisoformat(info.started_at)
+    uptime = (datetime.now(timezone.utc) - since).total_seconds()
+    _say(f"local engine for {home.root}: running, pid {info.pid}, {info.url}, up {uptime:.0f}s, "
+         f"{engine.live_clients(home)} client(s) connected, stops after {info.idle_seconds}s idle")
+    _say(f"  JVM log: {info.log_file}")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace, project: Any) -> int:
     from pipelines.demo import run_demo
 
+    project.lock_runs("lakewatch demo")
     return run_demo(project, rows=args.rows, seed=args.seed)
 
 
@@ -271,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", action="store_true", help="show stack traces of errors")
     parser.add_argument("--home", type=Path, default=None,
                         help="local state folder (default: .lakewatch in the project, or $LAKEWATCH_HOME)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT", default=None,
+                        help="run on this Spark Connect endpoint instead of the local engine (or $LAKEWATCH_REMOTE)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one update of a bundle pipeline on the local engine")
@@ -321,6 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also run every alert query and dashboard widget query on the local tables")
     check.set_defaults(handler=cmd_check)
 
+    eng = sub.add_parser("engine", help="the state folder's resident local engine: status, start or stop")
+    eng.add_argument("action", choices=["status", "start", "stop"], nargs="?", default="status")
+    eng.add_argument("--idle-seconds", type=int, default=None,
+                     help="with start: stop by itself after this many seconds without a client")
+    eng.set_defaults(handler=cmd_engine)
+
     demo = sub.add_parser("demo", help="the whole scenario on a fresh local state: data, updates, observability")
     demo.add_argument("--rows", type=int, default=400)
     demo.add_argument("--seed", type=int, default=7)
@@ -336,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pipelines.local.project import LocalProject
 
         home = LocalHome(args.home.resolve()) if args.home else LocalHome.default()
-        project = LocalProject(home=home, printer=_say, verbose=args.verbose)
+        project = LocalProject(home=home, printer=_say, verbose=args.verbose, remote=args.remote)
         return int(args.handler(args, project))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -38,7 +38,7 @@ _DECIMAL = re.compile(r"^DECIMAL\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _COMPLEX = re.compile(r"^(ARRAY|MAP|STRUCT)\s*<.*>$", re.DOTALL)
 
 _TOP_KEYS = ("tables",)
-_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment")
+_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", "max_files_per_trigger")
 _TABLE_REQUIRED = ("name", "format", "schema", "landing")
 _EXPECTATION_KEYS = ("name", "condition", "action")
 
@@ -59,6 +59,7 @@ class TableSpec:
     landing: str
     expectations: tuple[Expectation, ...] = ()
     comment: str | None = None
+    max_files_per_trigger: int | None = None  # files per micro-batch (Auto Loader's cloudFiles.maxFilesPerTrigger)
 
     @property
     def source_name(self) -> str:
@@ -226,7 +227,17 @@ def parse_table(path: str, index: int, data: Any) -> TableSpec:
         landing=str(data["landing"]),
         expectations=parse_expectations(name, data.get("expectations")),
         comment=data.get("comment"),
+        max_files_per_trigger=_positive_int(name, "max_files_per_trigger", data.get("max_files_per_trigger")),
     )
+
+
+def _positive_int(table: str, key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value,
+                                                    "reason": "a whole number of at least 1"})
+    return value
 
 
 def parse_tables(path: str, data: Any) -> TablesConfig:

@@ -42,9 +42,26 @@ SCENARIO: tuple[Step, ...] = (
 
 
 def reset(project: Any) -> None:
-    if project.home.root.exists():
-        project.print(f"resetting the local state in {project.home.root}")
-        shutil.rmtree(project.home.root)
+    """A fresh local state: the engine stopped, everything under the state folder removed but the
+    run lock this demo holds."""
+    from pipelines.local import engine
+
+    project.close_session()
+    if engine.stop(project.home) is not None:
+        project.print(f"stopped the local engine of {project.home.root}")
+    root = project.home.root
+    if not root.exists():
+        return
+    project.print(f"resetting the local state in {root}")
+    for entry in root.iterdir():
+        if entry.name == "state" and entry.is_dir():
+            for item in entry.iterdir():
+                if item.name != "run.lock":
+                    shutil.rmtree(item) if item.is_dir() else item.unlink()
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:

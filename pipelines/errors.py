@@ -32,6 +32,7 @@ ERROR_CLASSES: dict[str, str] = {
     "CONFIG_UNSUPPORTED_FORMAT": (
         "Table '{table}' uses format '{format}'. Supported formats: {supported}."
     ),
+    "CONFIG_INVALID_OPTION": "Table '{table}': {key} is {value!r}; it must be {reason}.",
     "CONFIG_INVALID_EXPECTATION": "Expectation {where} is not valid: {reason}",
     "CONFIG_NO_TABLES": "The table configuration file {path} declares no tables.",
     # bundle
@@ -54,6 +55,13 @@ ERROR_CLASSES: dict[str, str] = {
     "METASTORE_LOCKED": (
         "The local catalog under {home} is in use by another lakewatch process (Derby allows one "
         "at a time). Wait for it to finish, or point LAKEWATCH_HOME elsewhere."
+    ),
+    "RUN_IN_PROGRESS": (
+        "Another lakewatch run holds the state folder {home} ({holder}). One run at a time per state "
+        "folder: wait for it to finish, or use another LAKEWATCH_HOME."
+    ),
+    "ENGINE_START_FAILED": (
+        "The local engine for {home} did not start (exit {code}): {tail} Its output is in {log}."
     ),
     "QUERY_FAILED": "The query failed: {reason}",
     "GENERATOR_INVALID_ARGUMENT": "Invalid generator setting: {reason}",

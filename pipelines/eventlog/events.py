@@ -272,6 +272,18 @@ def flow_metrics(
     return event(S.FLOW_PROGRESS, origin, timestamp, text, details, level="METRICS", **seq)
 
 
+# `operation_progress.type` of lakewatch's own measurement warnings (Databricks' types are
+# AUTO_LOADER_LISTING, CONNECTOR_FETCH, ...; this one marks a figure the local runner could not measure).
+MEASUREMENT_OPERATION = "LAKEWATCH_MEASUREMENT"
+
+
+def measurement_warning(origin: Origin, timestamp: datetime, measurement: str, reason: str, **seq: Any) -> dict[str, Any]:
+    """A WARN event saying that a figure was not measured and why (its value stays NULL)."""
+    details = {"type": MEASUREMENT_OPERATION, "status": "FAILED", "measurement": measurement, "reason": reason}
+    return event(S.OPERATION_PROGRESS, origin, timestamp, f"Not measured: {measurement} ({reason})", details,
+                 level="WARN", **seq)
+
+
 def to_row(values: Mapping[str, Any], schema: StructType = S.EVENT_LOG_SCHEMA) -> tuple:
     """Orders a (nested) dict as a tuple matching `schema`, for createDataFrame."""
 

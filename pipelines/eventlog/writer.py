@@ -1,11 +1,22 @@
-"""Appends event rows to the event log Delta table (created with the exact published schema)."""
+"""Appends event rows to the event log Delta table (created with the exact published schema),
+at once or as an update goes (`EventLogStream`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import json
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
+from pipelines.eventlog import schema as S
 from pipelines.eventlog.events import to_row
 from pipelines.eventlog.schema import EVENT_LOG_DDL, EVENT_LOG_SCHEMA
+
+CONTROL_PLANE_EVENTS = (S.CREATE_UPDATE, S.USER_ACTION, S.UPDATE_PROGRESS)
+# Key of a FAILED flow event whose exception chain is filled in (from the engine log) before it is written.
+PENDING_ERROR = "_lakewatch_pending_error"
 
 EVENT_LOG_COMMENT = (
     "Pipeline event log in the schema Databricks publishes through the pipeline event_log setting; "
@@ -29,3 +40,121 @@ class EventLogWriter:
             return
         df = self.spark.createDataFrame([to_row(e) for e in events], EVENT_LOG_SCHEMA)
         df.write.format("delta").mode("append").saveAsTable(self.table)
+
+
+class EventLogStream:
+    """Writes an update's events to the event log as the update goes, in small batches.
+
+    Events are numbered in time order within each flushed batch (control-plane events take
+    `control_plane_seq_no`, the others `data_plane_id.seq_no`) from one counter per pipeline, kept
+    across runs. A background thread flushes every `interval` seconds, so a runner that dies leaves
+    every event older than that in the table; `flush()` writes what is pending at once. An event
+    can be held back (`prepare` returns False) until what it needs is known, at most `max_hold`
+    seconds; a write that fails is retried at the next flush and reported through `on_error`.
+
+    With a `journal`, every event is also appended to that file the moment it is added (one JSON
+    object per line): what a killed runner had not written to the table yet is still on disk, and
+    `replay_journal` writes it when the update is closed.
+    """
+
+    def __init__(self, writer: EventLogWriter, next_sequence: Callable[[int], int], instance: str | None,
+                 interval: float = 1.0, on_error: Callable[[str], None] | None = None,
+                 prepare: Callable[[dict[str, Any], bool], bool] | None = None,
+                 journal: Path | None = None) -> None:
+        self.writer = writer
+        self.next_sequence = next_sequence
+        self.instance = instance
+        self.interval = interval
+        self.on_error = on_error or (lambda text: None)
+        self.prepare = prepare  # (event, final) -> ready to write; may complete the event in place
+        self.written = 0
+        self._pending: list[tuple[float, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.max_hold = 3.0
+        self.journal = journal.open("a", encoding="utf-8") if journal is not None else None
+
+    def start(self) -> "EventLogStream":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="lakewatch-event-log", daemon=True)
+            self._thread.start()
+        return self
+
+    def add(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._pending.append((time.monotonic(), event))
+            if self.journal is not None:
+                self.journal.write(json.dumps(event, default=_jsonable) + "\n")
+                self.journal.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.flush(final=False)
+
+    def flush(self, final: bool = True) -> None:
+        """Writes pending events; with `final`, also those still held back."""
+        with self._write_lock:
+            now = time.monotonic()
+            with self._lock:
+                taken, kept = [], []
+                for added, event in self._pending:
+                    ready = self.prepare is None or self.prepare(event, final or now - added >= self.max_hold)
+                    (taken if ready else kept).append((added, event))
+                self._pending = kept
+            if not taken:
+                return
+            batch = sorted((e for _, e in taken), key=lambda e: e["timestamp"])
+            first = self.next_sequence(len(batch))
+            for offset, event in enumerate(batch):
+                seq = first + offset
+                if event["event_type"] in CONTROL_PLANE_EVENTS:
+                    event["sequence"] = {"data_plane_id": None, "control_plane_seq_no": seq}
+                else:
+                    event["sequence"] = {"data_plane_id": {"instance": self.instance, "seq_no": seq},
+                                         "control_plane_seq_no": None}
+            try:
+                self.writer.append(batch)
+            except Exception as e:  # noqa: BLE001 (kept and retried; the update goes on)
+                with self._lock:
+                    self._pending = [(now, ev) for ev in batch] + self._pending
+                self.on_error(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")
+                if final:
+                    raise
+                return
+            self.written += len(batch)
+
+    def close(self) -> None:
+        """Stops the background thread and writes everything still pending."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self.flush(final=True)
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"__datetime__": value.isoformat()}
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _revive(data: dict[str, Any]) -> Any:
+    return datetime.fromisoformat(data["__datetime__"]) if set(data) == {"__datetime__"} else data
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The events a journal holds (a line cut short by a kill is skipped)."""
+    events = []
+    if not path.is_file():
+        return events
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line, object_hook=_revive))
+        except ValueError:
+            continue
+    return events

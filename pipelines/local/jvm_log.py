@@ -24,16 +24,17 @@ class JvmException:
     message: str
 
 
-def read_since(log_file: Path, offset: int) -> str:
-    if not log_file.is_file():
+def read_since(log_file: Path | None, offset: int) -> str:
+    """The log's text from `offset` on ("" without a log: a remote engine's log is not readable here)."""
+    if log_file is None or not log_file.is_file():
         return ""
     with log_file.open("rb") as f:
         f.seek(offset)
         return f.read().decode("utf-8", errors="replace")
 
 
-def size(log_file: Path) -> int:
-    return log_file.stat().st_size if log_file.is_file() else 0
+def size(log_file: Path | None) -> int:
+    return log_file.stat().st_size if log_file is not None and log_file.is_file() else 0
 
 
 def flow_exceptions(text: str) -> dict[str, list[JvmException]]:

@@ -1,8 +1,11 @@
 """The project as the local engine sees it: the bundle, the local settings, the state folder, and
-one Spark session started on first use and shared by every step of a command."""
+one Spark Connect session opened on first use and shared by every step of a command: on the state
+folder's resident engine (started when none runs), or on the Spark Connect endpoint given by
+`--remote` / `LAKEWATCH_REMOTE`."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -13,12 +16,18 @@ from pipelines.config import TablesConfig, load_tables
 from pipelines.local.home import PROJECT_ROOT, LocalHome
 
 INGEST_PIPELINE = "lakewatch_ingest"
+REMOTE_ENV = "LAKEWATCH_REMOTE"
+
+
+def _notice(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 class LocalProject:
     def __init__(self, root: Path = PROJECT_ROOT, home: LocalHome | None = None,
-                 printer: Callable[[str], None] = print, verbose: bool = False) -> None:
+                 printer: Callable[[str], None] = print, verbose: bool = False, remote: str | None = None) -> None:
         self.root = root
+        self.remote = remote or os.environ.get(REMOTE_ENV) or None
         self.home = home or LocalHome.default()
         self.print = printer
         self.verbose = verbose
@@ -26,6 +35,7 @@ class LocalProject:
         self.settings: LocalSettings
         self.bundle, self.settings = load_local_bundle(root, self.home.root)
         self._local: Any = None
+        self._lock: Any = None
 
     # -- configuration ---------------------------------------------------------------------
     def pipeline(self, key: str = INGEST_PIPELINE) -> PipelineResource:
@@ -48,13 +58,29 @@ class LocalProject:
     @property
     def spark(self) -> Any:
         if self._local is None:
-            from pipelines.local.session import start_local_spark
+            from pipelines.local.session import connect_local, connect_remote
 
-            # A progress notice, not a result: stderr, so `--json` output stays parseable.
-            print(f"starting the local engine (Spark local[2], Delta, catalog in {self.home.root})",
-                  file=sys.stderr, flush=True)
-            self._local = start_local_spark(self.home, self.settings.spark_conf)
+            if self.remote:
+                self._local = connect_remote(self.remote, self.home)
+            else:
+                # Progress notices, not results: stderr, so `--json` output stays parseable.
+                self._local = connect_local(self.home, self.settings.spark_conf, say=_notice)
+            from pipelines.local.recovery import recover_unfinished
+
+            recover_unfinished(self._local.spark, self.home, self.print, self._lock)
         return self._local.spark
+
+    def lock_runs(self, command: str) -> None:
+        """Takes the state folder's run lock before anything is read or written (one run at a time)."""
+        if self._lock is not None:
+            return
+        from pipelines.local.lock import RunLock
+
+        lock = RunLock(self.home).acquire(command)
+        if lock.stale is not None:
+            self.print(f"note: took over the run lock of {self.home.root} from a run that did not finish "
+                       f"({lock.stale.describe()})")
+        self._lock = lock
 
     @property
     def local(self) -> Any:
@@ -72,10 +98,17 @@ class LocalProject:
         if self.spark.catalog.databaseExists(name.split(".")[-1]):
             self.spark.sql(f"USE {name}")
 
-    def close(self) -> None:
+    def close_session(self) -> None:
+        """Disconnects from the engine (the run lock, if held, stays)."""
         if self._local is not None:
             self._local.stop()
             self._local = None
+
+    def close(self) -> None:
+        self.close_session()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> "LocalProject":
         return self

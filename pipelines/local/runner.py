@@ -10,13 +10,15 @@ and streaming checkpoints with the landing folders (backlog, file state).
 
 from __future__ import annotations
 
+import contextlib
 import getpass
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
@@ -25,11 +27,10 @@ from pipelines import adapter
 from pipelines import expectations as X
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource
 from pipelines.eventlog import events as E
-from pipelines.eventlog import schema as S
 from pipelines.errors import engine_message
-from pipelines.eventlog.writer import EventLogWriter
+from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
-from pipelines.local import jvm_log
+from pipelines.local import inflight, jvm_log, measure
 from pipelines.local.capture import BatchProgress, ProgressCollector
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
@@ -37,7 +38,6 @@ from pipelines.local.sdp_events import SdpEvent, error_class, parse, short_name
 from pipelines.local.session import LocalSpark
 
 FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
-CONTROL_PLANE_EVENTS = (S.CREATE_UPDATE, S.USER_ACTION, S.UPDATE_PROGRESS)
 
 
 def now() -> datetime:
@@ -79,6 +79,7 @@ class UpdateResult:
     error: str | None = None
     error_class_name: str | None = None
     events_written: int = 0
+    timings: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -91,34 +92,22 @@ class UpdateResult:
 Printer = Callable[[str], None]
 
 
-class _EventBuffer:
-    """Events of one update, numbered in time order when they are written."""
+class Timings:
+    """Wall-clock seconds of an update's phases, in order (`lakewatch run --verbose`, bench/)."""
 
-    def __init__(self, state: ControlPlaneState, pipeline_name: str, instance: str | None) -> None:
-        self.pending: list[dict[str, Any]] = []
-        self.state = state
-        self.pipeline_name = pipeline_name
-        self.instance = instance
-        self.written = 0
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, float]] = []
 
-    def add(self, event: dict[str, Any]) -> None:
-        self.pending.append(event)
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.spans.append((name, time.monotonic() - start))
 
-    def flush(self, writer: EventLogWriter) -> None:
-        if not self.pending:
-            return
-        batch = sorted(self.pending, key=lambda e: e["timestamp"])
-        first = self.state.next_sequence(self.pipeline_name, len(batch))
-        for offset, event in enumerate(batch):
-            seq = first + offset
-            if event["event_type"] in CONTROL_PLANE_EVENTS:
-                event["sequence"] = {"data_plane_id": None, "control_plane_seq_no": seq}
-            else:
-                event["sequence"] = {"data_plane_id": {"instance": self.instance, "seq_no": seq},
-                                     "control_plane_seq_no": None}
-        writer.append(batch)
-        self.written += len(batch)
-        self.pending = []
+    def describe(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f}s" for name, seconds in self.spans)
 
 
 class LocalRunner:
@@ -162,11 +151,18 @@ class _Update:
             catalog_name=self.catalog,
             schema_name=self.schema,
         )
-        self.buffer = _EventBuffer(runner.state, pipeline.name, app_id)
         if pipeline.event_log is None:
             raise ValueError(f"pipeline '{pipeline.key}' has no event_log setting in {pipeline.source_file}")
         self.writer = EventLogWriter(self.spark, pipeline.event_log.full_name)
+        self.stream = EventLogStream(
+            self.writer, lambda count: runner.state.next_sequence(pipeline.name, count), app_id,
+            on_error=lambda text: self.say(f"  warning: event log write failed (retried): {text}"),
+            prepare=self.complete_event, journal=self.fresh_journal(),
+        )
         self.sdp_events: list[SdpEvent] = []
+        self.definitions_written = False
+        self.clock = Timings()
+        self.flow_records: dict[str, inflight.FlowRecord] = {}
         self.registry: RecordingRegistry | None = None
         self.collector: ProgressCollector | None = None
         self.log_offset = jvm_log.size(runner.local.log_file)
@@ -174,6 +170,14 @@ class _Update:
         self.mv_versions: dict[str, int] = {}
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
+        self.record = inflight.InFlightUpdate(
+            update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
+            pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
+            event_log=pipeline.event_log.full_name, started_at=self.started_at.isoformat(), pid=os.getpid(),
+            session_id=runner.local.session_id, url=runner.local.url, cluster_id=app_id,
+            log_file=str(runner.local.log_file) if runner.local.log_file else None, log_offset=self.log_offset,
+            full_refresh=request.full_refresh or bool(request.full_refresh_selection),
+        )
 
     # -- helpers -------------------------------------------------------------------------------
     def qualified(self, name: str) -> str:
@@ -190,8 +194,20 @@ class _Update:
         conf.setdefault(adapter.SCHEMA_KEY, self.schema)
         return conf
 
+    def fresh_journal(self) -> Path:
+        path = inflight.journal_path(self.runner.home, self.pipeline.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+        return path
+
     def add(self, event: dict[str, Any]) -> None:
-        self.buffer.add(event)
+        self.stream.add(event)
+
+    def warn(self, measurement: str, reason: str, flow: str | None = None) -> None:
+        """A figure that could not be measured: printed, and a WARN event in the event log."""
+        self.say(f"  warning: {measurement} not measured: {reason}")
+        origin = self.flow_origin(flow) if flow and self.registry is not None else self.origin
+        self.add(E.measurement_warning(origin, now(), measurement, reason))
 
     def update_state(self, state: str, timestamp: datetime | None = None, **kw: Any) -> None:
         self.add(E.update_progress(self.origin, timestamp or now(), state, **kw))
@@ -210,14 +226,19 @@ class _Update:
         ))
         self.add(E.user_action(self.origin, self.started_at, action="START", user_name=_user()))
         self.update_state("INITIALIZING")
-        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.catalog}.{self.schema}")
-        self.writer.ensure_table()
-        self.buffer.flush(self.writer)
+        with self.clock("initialize"):
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.catalog}.{self.schema}")
+            self.writer.ensure_table()
+            inflight.save(self.runner.home, self.record)
+            self.stream.flush()
+            self.stream.start()
 
         error: BaseException | None = None
         final_state = "COMPLETED"
         try:
-            self.register()
+            with self.clock("register definitions"):
+                self.register()
+                self.record_flows()
             if request.full_refresh or request.full_refresh_selection:
                 self.update_state("RESETTING")
             self.update_state("SETTING_UP_TABLES")
@@ -244,7 +265,8 @@ class _Update:
             flows=self.flow_status,
             error=_error_text(error) if error else None,
             error_class_name=type(error).__name__ if error else None,
-            events_written=self.buffer.written,
+            events_written=self.stream.written,
+            timings=list(self.clock.spans),
         )
         return result
 
@@ -265,6 +287,29 @@ class _Update:
         self.say(f"  registering definitions from {', '.join(g.include for g in spec.libraries)}")
         _quietly(lambda: register_definitions(root / "spark-pipeline.yml", self.registry, spec, self.spark, graph_id))
         self.graph_id = graph_id
+
+    def record_flows(self) -> None:
+        """Completes the in-flight record with what recovery needs should this runner die."""
+        assert self.registry is not None
+        flows = []
+        for flow in self.registry.flows.values():
+            target, is_sink = self.flow_target(flow.name)
+            root = (C.flow_checkpoint_root(self.storage, flow.name, short_name(target), self.catalog, self.schema, is_sink)
+                    if target else None)
+            checkpoint = C.latest_checkpoint(root) if root else None
+            flows.append(inflight.FlowRecord(
+                name=flow.name, sdp_name=self.sdp_flow_name(flow.name), target=target, is_sink=is_sink,
+                measured=flow.name in adapter.LOCAL_GRAPH.measured_flows,
+                checkpoint_root=str(root) if root else None,
+                landing=adapter.LOCAL_GRAPH.file_sources.get(flow.name),
+                target_table=self.qualified(short_name(target)) if target else None,
+                checkpoint_before=str(checkpoint) if checkpoint else None,
+                batch_before=max(C.committed_batches(checkpoint), default=-1) if checkpoint else -1,
+            ))
+        self.record.flows = flows
+        self.flow_records = {f.name: f for f in flows}
+        self.record.registered = True
+        inflight.save(self.runner.home, self.record)
 
     def create_sinks(self) -> None:
         """Creates each local Delta sink before the run, as a table named after the sink.
@@ -307,12 +352,16 @@ class _Update:
                 self.say(f"    {name}: refresh {status}; kept its previous contents (version {before})")
 
     def execute(self) -> None:
-        self.storage.mkdir(parents=True, exist_ok=True)
-        self.create_sinks()
-        self.mv_versions = {name: v for name in self.materialized_views() if (v := self.table_version(name)) is not None}
-        self.committed_before = self.committed_now()
-        self.collector = ProgressCollector(on_batch=self.measure_batch)
-        self.spark.streams.addListener(self.collector)
+        with self.clock("prepare run"):
+            self.storage.mkdir(parents=True, exist_ok=True)
+            self.create_sinks()
+            self.mv_versions = {name: v for name in self.materialized_views() if (v := self.table_version(name)) is not None}
+            self.record.mv_versions = dict(self.mv_versions)
+            inflight.save(self.runner.home, self.record)
+            self.committed_before = self.committed_now()
+            self.collector = ProgressCollector(on_batch=self.record_batch)
+            self.spark.streams.addListener(self.collector)
+        run_started = time.monotonic()
         try:
             results = start_run(
                 self.spark, self.graph_id,
@@ -328,7 +377,9 @@ class _Update:
                 timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
                 self.on_sdp_event(parse(timestamp, raw.message))
         finally:
-            self.wait_for_progress()
+            self.clock.spans.append(("pipeline run (setup and flows)", time.monotonic() - run_started))
+            with self.clock("wait for progress events"):
+                self.wait_for_progress()
             self.spark.streams.removeListener(self.collector)
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
@@ -340,10 +391,13 @@ class _Update:
         if not self.printed_running and event.status in ("QUEUED", "PLANNING", "STARTING", "RUNNING"):
             self.update_state("RUNNING", event.timestamp)
             self.printed_running = True
+            self.write_definitions()
         current = self.flow_status.setdefault(event.flow, FlowResult(event.flow, event.status or ""))
         current.status = event.status or current.status
         if event.status == "FAILED":
             current.error = event.error
+        if event.status is not None:
+            self.add_flow_event(event)
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
             detail = f": {_one_line(_databricks_message(event.error))[:200]}" if event.status == "FAILED" and event.error else ""
             self.say(f"    {event.timestamp:%H:%M:%S}  {short_name(event.flow):<40} {event.status}{detail}")
@@ -359,20 +413,37 @@ class _Update:
         return flow.target, bool(output and output.dataset_type == "SINK")
 
     def checkpoint(self, flow_short: str) -> Path | None:
-        target, is_sink = self.flow_target(flow_short)
-        if target is None:
-            return None
-        root = C.flow_checkpoint_root(self.storage, flow_short, short_name(target), self.catalog, self.schema, is_sink)
-        return C.latest_checkpoint(root)
+        record = self.flow_records.get(flow_short)
+        return measure.checkpoint_of(record) if record is not None else None
 
-    def measure_batch(self, batch: BatchProgress) -> dict[str, Any]:
-        """Runs in the listener thread as each batch ends: the backlog left at that moment."""
+    def record_batch(self, batch: BatchProgress) -> dict[str, Any]:
+        """Runs in the listener thread as each micro-batch ends: measures the backlog left at that
+        moment and writes the batch's METRICS event (rows, backlog, expectation counts)."""
         flow = short_name(batch.flow)
+        extra: dict[str, Any] = {}
         landing = adapter.LOCAL_GRAPH.file_sources.get(flow)
-        if landing is None:
-            return {}
-        left = C.backlog(landing, self.checkpoint(flow))
-        return {"backlog_files": left.files, "backlog_bytes": left.bytes}
+        if landing is not None:
+            left = C.backlog(landing, self.checkpoint(flow))
+            extra = {"backlog_files": left.files, "backlog_bytes": left.bytes}
+        if flow in adapter.LOCAL_GRAPH.measured_flows:
+            self.add(self.batch_metrics_event(flow, batch, extra))
+        return extra
+
+    def batch_metrics_event(self, flow: str, batch: BatchProgress, extra: dict[str, Any]) -> dict[str, Any]:
+        target, _ = self.flow_target(flow)
+        written = batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
+        rules = adapter.LOCAL_GRAPH.expectations.get(short_name(target)) if target else None
+        expectations, dropped = None, None
+        if rules is not None:
+            counts = batch.observed.get(adapter.dq_metric_name(rules.dataset))
+            if counts is not None:
+                expectations = _expectation_results(rules, counts, self.qualified(rules.dataset))
+                dropped = counts.get(X.DROPPED_METRIC)
+        return E.flow_metrics(
+            self.flow_origin(flow, batch.batch_id), batch.ended_at,
+            num_output_rows=written, backlog_bytes=extra.get("backlog_bytes"),
+            backlog_files=extra.get("backlog_files"), dropped_records=dropped, expectations=expectations,
+        )
 
     def committed_now(self) -> set[tuple[str, str, int]]:
         """(flow, checkpoint, batch) of every committed batch of the measured flows."""
@@ -400,23 +471,23 @@ class _Update:
 
     # -- finishing -----------------------------------------------------------------------------
     def finish(self, final_state: str, error: BaseException | None) -> tuple[str, datetime, BaseException | None]:
-        exceptions = jvm_log.flow_exceptions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
         if self.registry is not None:
             steps: list[tuple[str, Callable[[], None]]] = [
-                ("keep unrefreshed views", self.keep_unrefreshed_views),
-                ("definitions", self.add_definitions),
-                ("flow events", lambda: self.add_flow_events(exceptions)),
-                ("batch metrics", self.add_batch_metrics),
-                ("idle flows", self.note_idle_streaming_flows),
+                ("materialized views kept", self.keep_unrefreshed_views),
+                ("dataset and flow definitions", self.write_definitions),
+                ("rows written per flow", self.tally_streaming_rows),
                 ("materialized view metrics", self.add_batch_view_metrics),
-                ("backlog", self.add_backlog_at_end),
+                ("backlog at the end of the update", self.add_backlog_at_end),
                 ("file state", self.write_file_state),
             ]
             for name, step in steps:
                 try:
-                    step()
+                    with self.clock(name):
+                        step()
                 except Exception as e:  # noqa: BLE001 (one measurement failing must not stop the others)
-                    self.say(f"  warning: {name} not recorded: {_one_line(_error_text(e))}")
+                    self.warn(name, _one_line(_error_text(e)))
+        with self.clock("event log flush"):
+            self.stream.flush(final=True)  # flow events held for their exception chain are completed now
         ended = now()
         error_struct = None
         if final_state == "FAILED":
@@ -432,7 +503,9 @@ class _Update:
             final_state, ended, error_struct=error_struct,
             cancellation_cause="USER_ACTION" if final_state == "CANCELED" else None,
         )
-        self.buffer.flush(self.writer)
+        with self.clock("event log close"):
+            self.stream.close()
+        inflight.remove(self.runner.home, self.record)
         return final_state, ended, error
 
     def table_schema(self, name: str) -> list[tuple[str, str]] | None:
@@ -441,8 +514,11 @@ class _Update:
         except Exception:  # noqa: BLE001 (not created: the flow failed before writing)
             return None
 
-    def add_definitions(self) -> None:
-        assert self.registry is not None
+    def write_definitions(self) -> None:
+        """dataset, sink and flow definitions, once per update (when its tables exist)."""
+        if self.definitions_written or self.registry is None:
+            return
+        self.definitions_written = True
         at = self.registered_at
         flows_per_target: dict[str, int] = {}
         for flow in self.registry.flows.values():
@@ -497,65 +573,49 @@ class _Update:
         return flow_short
 
     def flow_origin(self, flow_short: str, batch_id: int | None = None) -> E.Origin:
-        target, is_sink = self.flow_target(flow_short)
-        checkpoint = self.checkpoint(flow_short)
-        generation = checkpoint.name if checkpoint is not None else self.update_id
-        flow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"lakewatch:{self.pipeline_id}:{flow_short}:{generation}"))
-        return self.origin.replace(
-            flow_id=flow_id,
-            flow_name=self.sdp_flow_name(flow_short),
-            dataset_name=None if is_sink or target is None else self.qualified(short_name(target)),
-            table_name=None if is_sink or target is None else self.qualified(short_name(target)),
-            sink_name=target if is_sink else None,
-            batch_id=batch_id,
-        )
+        record = self.flow_records.get(flow_short)
+        if record is None:  # not a registered flow (cannot happen for SDP's own flows)
+            return self.origin.replace(flow_name=flow_short, batch_id=batch_id)
+        return measure.flow_origin(self.origin, record, batch_id)
 
-    def add_flow_events(self, exceptions: dict[str, list[jvm_log.JvmException]]) -> None:
-        for event in self.sdp_events:
-            if event.flow is None or event.status is None:
-                continue
-            flow = short_name(event.flow)
-            error_struct = None
-            if event.status == "FAILED":
-                chain = exceptions.get(flow) or []
-                message = _databricks_message(event.error)
-                infos = [E.ExceptionInfo(c.class_name, message if i == 0 else c.message) for i, c in enumerate(chain)]
-                if not infos:
-                    infos = [E.ExceptionInfo("org.apache.spark.SparkException", message)]
-                error_struct = E.error(infos, fatal=event.final or event.resolution_failure)
-                result = self.flow_status.get(event.flow)
-                if result is not None:
-                    result.exceptions = list(chain)
-            self.add(E.flow_progress(self.flow_origin(flow), event.timestamp, event.status, error_struct=error_struct))
+    def add_flow_event(self, event: SdpEvent) -> None:
+        flow = short_name(event.flow or "")
+        row = E.flow_progress(self.flow_origin(flow), event.timestamp, event.status or "")
+        if event.status == "FAILED":
+            row[PENDING_ERROR] = {"sdp_name": event.flow, "error": event.error,
+                                   "fatal": event.final or event.resolution_failure}
+        self.add(row)
 
-    def add_batch_metrics(self) -> None:
+    def complete_event(self, row: dict[str, Any], final: bool) -> bool:
+        """Fills a FAILED flow event's exception chain from the JVM log; holds it until the chain
+        is logged (or `final`)."""
+        pending = row.get(PENDING_ERROR)
+        if pending is None:
+            return True
+        flow = short_name(pending["sdp_name"])
+        chain = jvm_log.flow_exceptions(jvm_log.read_since(self.runner.local.log_file, self.log_offset)).get(flow) or []
+        if not chain and not final:
+            return False
+        message = _databricks_message(pending["error"])
+        infos = [E.ExceptionInfo(c.class_name, message if i == 0 else c.message) for i, c in enumerate(chain)]
+        if not infos:
+            infos = [E.ExceptionInfo("org.apache.spark.SparkException", message)]
+        row["error"] = E.error(infos, fatal=pending["fatal"])
+        result = self.flow_status.get(pending["sdp_name"])
+        if result is not None and chain:
+            result.exceptions = list(chain)
+        del row[PENDING_ERROR]
+        return True
+
+    def tally_streaming_rows(self) -> None:
+        """Rows each streaming flow wrote in the update (for the summary; 0 when it committed nothing)."""
         assert self.collector is not None
         for batch in self.collector.snapshot():
             flow = short_name(batch.flow)
-            if flow not in adapter.LOCAL_GRAPH.measured_flows:
-                continue
-            target, _ = self.flow_target(flow)
             written = batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
-            rules = adapter.LOCAL_GRAPH.expectations.get(short_name(target)) if target else None
-            expectations, dropped = None, None
-            if rules is not None:
-                counts = batch.observed.get(adapter.dq_metric_name(rules.dataset))
-                if counts is not None:
-                    expectations = _expectation_results(rules, counts, self.qualified(rules.dataset))
-                    dropped = counts.get(X.DROPPED_METRIC)
-            self.add(E.flow_metrics(
-                self.flow_origin(flow, batch.batch_id), batch.ended_at,
-                num_output_rows=written,
-                backlog_bytes=batch.extra.get("backlog_bytes"),
-                backlog_files=batch.extra.get("backlog_files"),
-                dropped_records=dropped, expectations=expectations,
-            ))
             result = self.flow_status.get(self.sdp_flow_name(flow))
             if result is not None and written is not None:
                 result.rows_written = (result.rows_written or 0) + int(written)
-
-    def note_idle_streaming_flows(self) -> None:
-        """A streaming flow that completed without committing a batch wrote no rows (for the summary)."""
         for flow in adapter.LOCAL_GRAPH.measured_flows:
             result = self.flow_status.get(self.sdp_flow_name(flow))
             if result is not None and result.status == "COMPLETED" and result.rows_written is None:
@@ -615,23 +675,11 @@ class _Update:
 
     def add_backlog_at_end(self) -> None:
         """Backlog of each file-reading flow when the update ends (also for failed and idle flows)."""
-        at = now()
-        for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
-            left = C.backlog(landing, self.checkpoint(flow))
-            self.add(E.flow_metrics(self.flow_origin(flow), at, backlog_bytes=left.bytes, backlog_files=left.files))
+        for event in measure.backlog_events(self.origin, self.flow_records.values(), now()):
+            self.add(event)
 
     def write_file_state(self) -> None:
-        """The local `cloud_files_state()`: one row per landing file of every file-reading flow."""
-        from pipelines.local.file_state import FILE_STATE_SCHEMA, rows_for
-
-        if not adapter.LOCAL_GRAPH.file_sources:
-            return  # this pipeline reads no landing files
-        rows = []
-        for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
-            rows.extend(rows_for(self.qualified(flow), flow, C.file_states(landing, self.checkpoint(flow))))
-        table = self.qualified(FILE_STATE_TABLE)
-        df = self.spark.createDataFrame(rows, FILE_STATE_SCHEMA)
-        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
+        measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values())
 
 
 def _expectation_results(rules: adapter.DatasetExpectations, counts: dict[str, Any], dataset: str) -> list[dict[str, Any]]:

@@ -1,6 +1,9 @@
-"""Starts the local engine: one JVM running Spark `local[2]` with Delta Lake, a persistent catalog
-(Hive metastore on embedded Derby) and a Spark Connect server, plus the Connect client that drives
-pipelines (open-source SDP runs only through Spark Connect).
+"""Spark settings of the local engine and the Spark Connect sessions commands use.
+
+The local engine (see `engine`) is one JVM per state folder running Spark `local[2]` with Delta
+Lake, a persistent catalog (Hive metastore on embedded Derby) and a Spark Connect server. Commands
+connect to it (or, with `--remote`, to any Spark Connect endpoint); open-source SDP runs only
+through Spark Connect.
 
 Static settings (catalog, extensions, jars) go to the JVM at start; they cannot be set per pipeline.
 JVM logs go to a file under the home's `logs/`, so the terminal shows lakewatch's own output; the
@@ -10,11 +13,10 @@ runner reads that file to name the exception class of a failed flow.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
+import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
@@ -59,12 +61,6 @@ def project_python() -> str:
     return sys.executable
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def write_log_config(logs: Path, stem: str) -> tuple[Path, Path]:
     logs.mkdir(parents=True, exist_ok=True)
     log_file = logs / f"{stem}.log"
@@ -91,61 +87,93 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
 
 @dataclass
 class LocalSpark:
-    """A running local engine: the Connect session that runs pipelines, and its JVM log."""
+    """A Spark Connect session for one command: on the state folder's resident engine, or on a
+    Spark Connect endpoint given with `--remote` (then there is no JVM log to read)."""
 
     spark: "object"  # pyspark.sql.connect.session.SparkSession
-    log_file: Path
+    log_file: Path | None
     home: LocalHome
     started_seconds: float
+    url: str
+    session_id: str
+    lease: "object | None" = None  # engine.Lease while connected to the local engine
+
+    @property
+    def remote(self) -> bool:
+        return self.lease is None
 
     def stop(self) -> None:
-        from pyspark.sql import SparkSession as ClassicSession
-
         try:
-            self.spark.stop()  # type: ignore[attr-defined]
+            self.spark.stop()  # type: ignore[attr-defined]  (releases the server-side session)
+        except Exception:  # noqa: BLE001 (the engine may be gone already)
+            pass
         finally:
-            classic = ClassicSession._instantiatedSession
-            if classic is not None:
-                classic.stop()
-            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+            if self.lease is not None:
+                self.lease.release()  # type: ignore[attr-defined]
 
 
-def start_local_spark(home: LocalHome, spark_conf: Mapping[str, str] | None = None, app_name: str = "lakewatch") -> LocalSpark:
-    """Starts the JVM (classic session with the Connect plugin) and connects a client to it.
+# Jobs share the task slots fairly: a small job (an event-log write, a query from another command)
+# gets the next free slot instead of queueing behind every task of a long micro-batch.
+FAIR_POOLS = """<?xml version="1.0"?>
+<allocations>
+  <pool name="default"><schedulingMode>FAIR</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
+</allocations>
+"""
 
-    After this, pyspark functions build Spark Connect columns in this process (the Connect mode
-    flag is process-wide), so use only the returned session.
-    """
-    from pyspark.sql import SparkSession as ClassicSession
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    started = time.monotonic()
-    home.create()
-    stem = datetime.now(timezone.utc).strftime("spark-%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, str] | None = None) -> tuple[dict[str, str], Path]:
+    """Settings of the resident engine's JVM for one state folder, and its log file."""
     log_config, log_file = write_log_config(home.logs, stem)
+    pools = home.logs / "fairscheduler.xml"
+    pools.write_text(FAIR_POOLS)
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
     java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
                     "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
-    port = _free_port()
     conf = {
         **base_conf(java_options),
-        "spark.app.name": app_name,
+        "spark.app.name": f"lakewatch engine ({home.root})",
         "spark.sql.catalogImplementation": "hive",
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home.metastore};create=true",
         "spark.sql.warehouse.dir": str(home.warehouse),
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+        "spark.scheduler.mode": "FAIR",
+        "spark.scheduler.allocation.file": str(pools),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
         **dict(spark_conf or {}),
     }
-    builder = ClassicSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    builder.getOrCreate()
-    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-    spark = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-    return LocalSpark(spark=spark, log_file=log_file, home=home, started_seconds=time.monotonic() - started)
+    return conf, log_file
+
+
+def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, say: "object" = None) -> LocalSpark:
+    """Connects to the state folder's resident engine, starting it first when none runs."""
+    from pipelines.local import engine
+
+    started = time.monotonic()
+    home.create()
+    info = engine.ensure_running(home, dict(spark_conf or {}), say=say)
+    lease = engine.Lease(home)
+    session_id = str(uuid.uuid4())
+    try:
+        spark = engine.connect(info.url, session_id)
+    except Exception:
+        lease.release()
+        raise
+    return LocalSpark(spark=spark, log_file=Path(info.log_file), home=home,
+                      started_seconds=time.monotonic() - started, url=info.url, session_id=session_id, lease=lease)
+
+
+def connect_remote(url: str, home: LocalHome) -> LocalSpark:
+    """Connects to any Spark Connect endpoint (`sc://host:port`) instead of the local engine."""
+    from pipelines.local import engine
+
+    started = time.monotonic()
+    home.create()
+    session_id = str(uuid.uuid4())
+    spark = engine.connect(url, session_id)
+    return LocalSpark(spark=spark, log_file=None, home=home, started_seconds=time.monotonic() - started,
+                      url=url, session_id=session_id)
 
 
 def classic_test_session(tmp: Path) -> "object":

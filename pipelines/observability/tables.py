@@ -640,7 +640,7 @@ HEALTH_METRICS = _table(
         _metric("backlog_files", "sum(backlog_files)", "backlog", f"WHERE update_id = {_LAST_UPDATE_ID}"),
         _metric("backlog_bytes", "sum(backlog_bytes)", "backlog", f"WHERE update_id = {_LAST_UPDATE_ID}"),
         _metric("hours_since_last_success",
-                f"(unix_millis(current_timestamp()) - unix_millis(max(end_time))) / 3600000.0",
+                "(unix_millis(current_timestamp()) - unix_millis(max(end_time))) / 3600000.0",
                 "update_status", "WHERE final_state = 'COMPLETED'"),
         _metric("quarantined_rows_last_update", "coalesce(sum(rows_written), 0)", "flow_throughput",
                 f"WHERE update_id = {_LAST_UPDATE_ID} AND endswith(flow_name, '_to_corrupt_records_sink')"),

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import Cli
+from tests.integration.helpers import Cli, stop_engines
 
 DEMO_TIMEOUT_SECONDS = 1200  # the demo takes about 4 minutes on 2 cores
+
+
+@pytest.fixture(scope="session", autouse=True)
+def resident_engines():
+    """Stops the resident engine of every state folder the tests used, when the session ends."""
+    yield
+    stop_engines()
 
 
 @pytest.fixture(scope="session")

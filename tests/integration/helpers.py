@@ -16,12 +16,32 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = "lakewatch.db"
 
 
+# Every state folder a test ran the CLI on: its resident engine is stopped when the session ends.
+HOMES_USED: set[Path] = set()
+# A safety net: an engine a crashed test session leaves behind stops by itself after this.
+TEST_ENGINE_IDLE_SECONDS = "300"
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    HOMES_USED.add(home)
+    return {**os.environ, "LAKEWATCH_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+            "LAKEWATCH_ENGINE_IDLE_SECONDS": TEST_ENGINE_IDLE_SECONDS}
+
+
+def stop_engines() -> None:
+    from pipelines.local import engine
+    from pipelines.local.home import LocalHome
+
+    for home in sorted(HOMES_USED):
+        engine.stop(LocalHome(home))
+
+
 @dataclass
 class Cli:
     home: Path
 
     def run(self, *args: str, expect: int | None = 0, timeout: int = 600) -> subprocess.CompletedProcess:
-        env = {**os.environ, "LAKEWATCH_HOME": str(self.home), "PYSPARK_PYTHON": sys.executable}
+        env = cli_env(self.home)
         result = subprocess.run(
             [sys.executable, "-m", "pipelines.cli", *args],
             cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout,

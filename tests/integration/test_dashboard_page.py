@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from pipelines.dashboard.lvdash import load_dashboard
-from tests.integration.helpers import PROJECT_ROOT
+from tests.integration.helpers import PROJECT_ROOT, cli_env
 
 pytestmark = pytest.mark.integration
 
@@ -143,7 +143,7 @@ def page_html(demo_home: Path) -> Path:
     engine's Spark Connect session cannot share this process with the tests' classic session)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     output = ARTIFACTS / "dashboard.html"
-    env = {**os.environ, "LAKEWATCH_HOME": str(demo_home), "PYSPARK_PYTHON": sys.executable}
+    env = cli_env(demo_home)
     result = subprocess.run([sys.executable, "-c", RENDER, str(demo_home), str(LVDASH), str(output)],
                             cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}"

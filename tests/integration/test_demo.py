@@ -112,3 +112,13 @@ def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home)
     assert {"lakewatch_errors_today", "lakewatch_quarantine_growing", "lakewatch_schema_drift"} <= triggered
     assert "lakewatch_update_failed" not in triggered and "lakewatch_stalled" not in triggered
     cli.run("alerts", "--fail-on-trigger", expect=1)
+
+
+@pytest.mark.parametrize("table", ["orders", "customers"])
+def test_each_clean_row_is_counted_once_per_expectation_per_day(tables, table):
+    """The clean table's expectations count each row in the update that brought it, never again."""
+    arrived = tables.table(f"{table}_bronze").where("_corrupt_record IS NULL").count()
+    counted = {r["expectation"]: r["n"] for r in tables.sql(
+        "SELECT expectation, sum(passed_records + failed_records) AS n FROM {daily} "
+        f"WHERE dataset = '{table}' GROUP BY expectation", daily="expectation_results_daily").collect()}
+    assert counted and set(counted.values()) == {arrived}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry, graph_element_registration_context
-from pyspark.pipelines.output import MaterializedView, Sink, StreamingTable, TemporaryView
+from pyspark.pipelines.output import Sink, StreamingTable, TemporaryView
 
 from pipelines import adapter
 from pipelines.ingestion import BRONZE_EXPECTATIONS, declare_ingestion
@@ -58,7 +58,7 @@ def test_every_table_gets_the_four_datasets(graph):
     for table in ("orders", "customers"):
         assert kinds[f"{table}_source"] is TemporaryView
         assert kinds[f"{table}_bronze"] is StreamingTable
-        assert kinds[table] is MaterializedView
+        assert kinds[table] is StreamingTable  # the clean table: each row's expectations counted once
     assert [n for n, k in kinds.items() if k is Sink] == ["corrupt_records_sink"]
 
 
@@ -76,6 +76,7 @@ def test_local_engine_records_what_the_runner_measures(graph):
     assert adapter.LOCAL_GRAPH.sinks["corrupt_records_sink"].path == "/sinks/corrupt_records_sink"
     assert adapter.LOCAL_GRAPH.measured_flows == {
         "orders_bronze", "customers_bronze", "orders_to_corrupt_records_sink", "customers_to_corrupt_records_sink",
+        "orders", "customers",
     }
 
 

@@ -1,0 +1,107 @@
+"""The record of an update in progress, kept in the state folder until the update is closed.
+
+The runner writes it when an update starts and completes it once the graph is registered (flows,
+their checkpoints and landing folders, the materialized views' versions before the run); it removes
+it when the update has its terminal event. A record that outlives its runner is an update that was
+interrupted (the process was killed, ran out of memory, or the machine stopped): `recovery` closes
+it from what the record says, without registering the graph again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.local.home import LocalHome
+
+
+@dataclass
+class FlowRecord:
+    name: str  # short name
+    sdp_name: str  # as SDP reports it (qualified for a table's own flow)
+    target: str | None
+    is_sink: bool
+    measured: bool  # a streaming flow the runner measures per micro-batch
+    checkpoint_root: str | None  # the flow's checkpoint root (numbered checkpoints below it)
+    landing: str | None = None  # the landing folder a file-reading flow streams
+    target_table: str | None = None  # the target's qualified name (sinks are catalog tables locally)
+    checkpoint_before: str | None = None  # the live checkpoint when the update started
+    batch_before: int = -1  # its newest committed batch then
+
+
+@dataclass
+class InFlightUpdate:
+    update_id: str
+    pipeline_key: str
+    pipeline_name: str
+    pipeline_id: str
+    catalog: str
+    schema: str
+    event_log: str
+    started_at: str
+    pid: int
+    session_id: str
+    url: str
+    cluster_id: str | None
+    log_file: str | None
+    log_offset: int
+    full_refresh: bool = False
+    mv_versions: dict[str, int] = field(default_factory=dict)
+    flows: list[FlowRecord] = field(default_factory=list)
+    registered: bool = False
+
+    def qualified(self, name: str) -> str:
+        return name if "." in name else f"{self.catalog}.{self.schema}.{name}"
+
+
+def folder(home: LocalHome) -> Path:
+    return home.root / "state" / "updates"
+
+
+def path_for(home: LocalHome, pipeline_name: str) -> Path:
+    return folder(home) / f"{pipeline_name}.json"
+
+
+def journal_path(home: LocalHome, pipeline_name: str) -> Path:
+    """Every event of the update in progress, appended as it happens (see EventLogStream)."""
+    return folder(home) / f"{pipeline_name}.events.jsonl"
+
+
+def save(home: LocalHome, record: InFlightUpdate) -> None:
+    target = path_for(home, record.pipeline_name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True))
+    tmp.replace(target)
+
+
+def remove(home: LocalHome, record: InFlightUpdate) -> None:
+    target = path_for(home, record.pipeline_name)
+    try:
+        if json.loads(target.read_text()).get("update_id") == record.update_id:
+            target.unlink()
+            journal_path(home, record.pipeline_name).unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _from_dict(data: dict[str, Any]) -> InFlightUpdate:
+    flows = [FlowRecord(**f) for f in data.pop("flows", [])]
+    return InFlightUpdate(**data, flows=flows)
+
+
+def load_all(home: LocalHome) -> list[InFlightUpdate]:
+    """Every update record in the state folder (normally none between runs)."""
+    found = []
+    base = folder(home)
+    if not base.is_dir():
+        return found
+    for p in sorted(base.glob("*.json")):
+        try:
+            found.append(_from_dict(json.loads(p.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue
+    return found

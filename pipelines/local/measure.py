@@ -1,0 +1,84 @@
+"""Measurements shared by the runner (during an update) and recovery (closing an interrupted one):
+a flow's event origin, the backlog of file-reading flows, the local file state, and the rows each
+streaming micro-batch committed according to the target table's Delta history."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from pipelines.eventlog import events as E
+from pipelines.local import checkpoints as C
+from pipelines.local.inflight import FlowRecord
+
+
+def checkpoint_of(flow: FlowRecord) -> Path | None:
+    """The flow's live checkpoint (the newest numbered folder under its root)."""
+    return C.latest_checkpoint(Path(flow.checkpoint_root)) if flow.checkpoint_root else None
+
+
+def flow_origin(base: E.Origin, flow: FlowRecord, batch_id: int | None = None) -> E.Origin:
+    """Origin of a flow's events. `flow_id` stays while the flow runs incrementally and changes
+    with a full refresh (a new checkpoint), as on Databricks."""
+    checkpoint = checkpoint_of(flow)
+    generation = checkpoint.name if checkpoint is not None else base.update_id
+    flow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"lakewatch:{base.pipeline_id}:{flow.name}:{generation}"))
+    table = None if flow.is_sink else flow.target_table
+    return base.replace(flow_id=flow_id, flow_name=flow.sdp_name, dataset_name=table, table_name=table,
+                        sink_name=flow.target if flow.is_sink else None, batch_id=batch_id)
+
+
+def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime) -> list[dict[str, Any]]:
+    """A METRICS event per file-reading flow with the landing files it has not committed yet."""
+    events = []
+    for flow in flows:
+        if flow.landing is None:
+            continue
+        left = C.backlog(flow.landing, checkpoint_of(flow))
+        events.append(E.flow_metrics(flow_origin(base, flow), at, backlog_bytes=left.bytes, backlog_files=left.files))
+    return events
+
+
+def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord]) -> None:
+    """The local `cloud_files_state()`: one row per landing file of every file-reading flow."""
+    from pipelines.local.file_state import FILE_STATE_SCHEMA, rows_for
+
+    sources = [f for f in flows if f.landing is not None]
+    if not sources:
+        return  # this pipeline reads no landing files
+    rows = []
+    for flow in sources:
+        rows.extend(rows_for(flow.target_table or flow.name, flow.name, C.file_states(flow.landing, checkpoint_of(flow))))
+    df = spark.createDataFrame(rows, FILE_STATE_SCHEMA)
+    df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
+
+
+def query_id(checkpoint: Path) -> str | None:
+    """The streaming query id a checkpoint belongs to (its `metadata` file)."""
+    try:
+        return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int]) -> dict[int, int]:
+    """Rows each of `batches` appended to `table`, from the `numOutputRows` of the Delta commits
+    the streaming query of `checkpoint` made (Delta records the query id and batch as `epochId`)."""
+    wanted = {int(b) for b in batches}
+    qid = query_id(checkpoint)
+    if not wanted or qid is None:
+        return {}
+    rows = spark.sql(f"DESCRIBE HISTORY {table}").select("operationParameters", "operationMetrics").collect()
+    found: dict[int, int] = {}
+    for row in rows:
+        params = dict(row["operationParameters"] or {})
+        metrics = dict(row["operationMetrics"] or {})
+        if params.get("queryId") != qid or params.get("epochId") is None:
+            continue
+        batch = int(params["epochId"])
+        if batch in wanted and metrics.get("numOutputRows") is not None:
+            found[batch] = found.get(batch, 0) + int(metrics["numOutputRows"])
+    return found

@@ -1,0 +1,214 @@
+"""Closes updates whose runner died (killed, out of memory, a closed laptop), as Databricks does when
+an update's compute is lost: the update ends FAILED with an error saying it was interrupted.
+
+Any command that opens a state folder calls `recover_unfinished` first. An update is interrupted
+when its in-flight record (see `inflight`) is there but no live process holds the run lock. Closing
+it, from what the record and the state folder say:
+1. stop what the dead runner left running on the engine: its Spark Connect session is released,
+   which stops its pipeline run and streaming queries;
+2. record the micro-batches that committed after the runner's last event-log write: rows from the
+   target tables' Delta history; their expectation counts are lost with the runner and stay NULL,
+   with a WARN event saying so;
+3. give materialized views whose refresh did not complete their previous contents back (open-source
+   SDP truncates them at setup);
+4. mark flows that were still running FAILED, write the backlog and rewrite the file state from the
+   checkpoints;
+5. write the terminal `update_progress` FAILED with the interruption as its error.
+The data needs no repair: streaming checkpoints and Delta's idempotent streaming writes make the next
+update process every uncommitted file exactly once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pipelines.eventlog import events as E
+from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter, read_journal
+from pipelines.local import checkpoints as C
+from pipelines.local import inflight, measure
+from pipelines.local.home import ControlPlaneState, LocalHome
+from pipelines.local.lock import RunLock
+
+INTERRUPTED_CLASS = "com.lakewatch.pipelines.UpdateInterruptedException"
+INTERRUPTED_ERROR = "UPDATE_INTERRUPTED"
+TERMINAL_UPDATE = ("COMPLETED", "FAILED", "CANCELED")
+TERMINAL_FLOW = ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED")
+FILE_STATE_TABLE = "lakewatch_file_state"
+
+Say = Callable[[str], None]
+
+
+def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | None = None) -> list[str]:
+    """Closes every interrupted update of the state folder; returns their update ids.
+
+    Takes the run lock for the time it needs it unless `lock` is already held; when a live run
+    holds it, nothing is interrupted and nothing is done.
+    """
+    records = inflight.load_all(home)
+    if not records:
+        return []
+    own = lock is None or not lock.held
+    if own:
+        lock = RunLock(home)
+        if not lock.try_acquire("lakewatch recovery"):
+            return []
+    closed = []
+    try:
+        for record in records:
+            close_interrupted(spark, home, record, say)
+            closed.append(record.update_id)
+    finally:
+        if own and lock is not None:
+            lock.release()
+    return closed
+
+
+def _release_session(url: str, session_id: str) -> None:
+    """Releases a Spark Connect session: the server stops its pipeline runs and streaming queries."""
+    from pyspark.sql.connect.client import SparkConnectClient
+
+    client = SparkConnectClient(f"{url.rstrip('/')}/;session_id={session_id}")
+    try:
+        client.release_session()
+    finally:
+        client.close()
+
+
+def _replay_journal(spark: Any, home: LocalHome, record: inflight.InFlightUpdate) -> None:
+    """Writes the events the dead runner journaled but had not written to the table yet."""
+    journaled = read_journal(inflight.journal_path(home, record.pipeline_name))
+    if not journaled:
+        return
+    writer = EventLogWriter(spark, record.event_log)
+    writer.ensure_table()
+    present = {r["id"] for r in spark.sql(
+        f"SELECT id FROM {record.event_log} WHERE origin.update_id = '{record.update_id}'").collect()}
+    missing = [e for e in journaled if e["id"] not in present]
+    if not missing:
+        return
+    for event in missing:
+        pending = event.pop(PENDING_ERROR, None)
+        if pending is not None:  # a FAILED flow event still waiting for its exception chain
+            event["error"] = E.error([E.ExceptionInfo("org.apache.spark.SparkException", pending.get("error") or "")],
+                                     fatal=bool(pending.get("fatal")))
+    state = ControlPlaneState(home)
+    stream = EventLogStream(writer, lambda n: state.next_sequence(record.pipeline_name, n), record.cluster_id)
+    for event in missing:
+        stream.add(event)
+    stream.close()
+
+
+def _existing_events(spark: Any, record: inflight.InFlightUpdate) -> list[Any]:
+    if not spark.catalog.tableExists(record.event_log):
+        return []
+    return spark.sql(
+        f"SELECT event_type, level, `timestamp`, origin.flow_name AS flow_name, origin.batch_id AS batch_id, "
+        f"get_json_object(details, '$.update_progress.state') AS update_state, "
+        f"get_json_object(details, '$.flow_progress.status') AS flow_status "
+        f"FROM {record.event_log} WHERE origin.update_id = '{record.update_id}'"
+    ).collect()
+
+
+def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, say: Say) -> None:
+    say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: its runner (pid {record.pid}) "
+        f"stopped before the update finished; closing it as FAILED")
+    notes: list[tuple[str, str, inflight.FlowRecord | None]] = []
+    try:
+        _release_session(record.url, record.session_id)
+    except Exception as e:  # noqa: BLE001 (the engine that ran it may be gone, and its work with it)
+        say(f"  the interrupted run's engine session could not be released ({type(e).__name__}); "
+            "it ended with its engine")
+    _replay_journal(spark, home, record)
+    events = _existing_events(spark, record)
+    if any(r["event_type"] == "update_progress" and r["update_state"] in TERMINAL_UPDATE for r in events):
+        inflight.remove(home, record)  # the runner died after closing the update: nothing to do
+        return
+    origin = E.Origin(pipeline_id=record.pipeline_id, pipeline_name=record.pipeline_name, update_id=record.update_id,
+                      cluster_id=record.cluster_id, catalog_name=record.catalog, schema_name=record.schema)
+    state = ControlPlaneState(home)
+    stream = EventLogStream(EventLogWriter(spark, record.event_log),
+                            lambda n: state.next_sequence(record.pipeline_name, n), record.cluster_id)
+    last_seen = [r["timestamp"].replace(tzinfo=timezone.utc) for r in events if r["timestamp"] is not None]
+    last_status: dict[str, tuple[datetime, str]] = {}
+    logged_batches: set[tuple[str, int]] = set()
+    for r in events:
+        if r["event_type"] != "flow_progress" or not r["flow_name"]:
+            continue
+        if r["level"] == "METRICS" and r["batch_id"] is not None:
+            logged_batches.add((r["flow_name"], int(r["batch_id"])))
+        elif r["flow_status"]:
+            at = r["timestamp"]
+            if r["flow_name"] not in last_status or at >= last_status[r["flow_name"]][0]:
+                last_status[r["flow_name"]] = (at, r["flow_status"])
+
+    if record.registered:
+        for flow in record.flows:
+            last_seen += _record_missing_batches(spark, flow, origin, logged_batches, stream, notes)
+        _restore_views(spark, record, last_status, say)
+    ended = max(last_seen, default=datetime.fromisoformat(record.started_at))
+    message = (f"[{INTERRUPTED_ERROR}] The update was interrupted: its runner (pid {record.pid}) stopped before the "
+               f"update finished (killed, out of memory, or the machine stopped). lakewatch closed it at "
+               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC; the next update ingests what it did not commit.")
+    error = E.error([E.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
+    for flow in record.flows:
+        status = last_status.get(flow.sdp_name)
+        if status is not None and status[1] not in TERMINAL_FLOW:
+            stream.add(E.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED", error_struct=error))
+    for measurement, reason, flow in notes:
+        stream.add(E.measurement_warning(measure.flow_origin(origin, flow) if flow else origin, ended, measurement, reason))
+    if record.registered:
+        for event in measure.backlog_events(origin, record.flows, ended):
+            stream.add(event)
+        try:
+            measure.write_file_state(spark, record.qualified(FILE_STATE_TABLE), record.flows)
+        except Exception as e:  # noqa: BLE001 (a measurement; the update is closed regardless)
+            stream.add(E.measurement_warning(origin, ended, "file state", " ".join(str(e).split())[:300]))
+    stream.add(E.update_progress(origin, ended, "FAILED", error_struct=error))
+    stream.close()
+    inflight.remove(home, record)
+    say(f"  closed update {record.update_id[:8]} as FAILED ({INTERRUPTED_ERROR})")
+
+
+def _record_missing_batches(spark: Any, flow: inflight.FlowRecord, origin: E.Origin, logged: set[tuple[str, int]],
+                            stream: EventLogStream, notes: list) -> list[datetime]:
+    """METRICS events for the flow's batches that committed in the update but were never logged."""
+    if not flow.measured:
+        return []
+    checkpoint = measure.checkpoint_of(flow)
+    if checkpoint is None:
+        return []
+    commits = C.committed_batches(checkpoint)
+    same = flow.checkpoint_before == str(checkpoint)
+    new = {b: t for b, t in commits.items() if not same or b > flow.batch_before}
+    missing = sorted(b for b in new if (flow.sdp_name, b) not in logged)
+    if missing and flow.target_table:
+        try:
+            rows = measure.rows_per_batch(spark, flow.target_table, checkpoint, missing)
+        except Exception as e:  # noqa: BLE001 (then the rows are not known: NULL with a warning)
+            rows = {}
+            notes.append(("rows written", f"Delta history of {flow.target_table} not readable: "
+                          f"{' '.join(str(e).split())[:200]}", flow))
+        for batch in missing:
+            stream.add(E.flow_metrics(measure.flow_origin(origin, flow, batch), new[batch], num_output_rows=rows.get(batch)))
+        notes.append(("expectation counts",
+                      f"micro-batch(es) {', '.join(map(str, missing))} committed after the runner's last event-log "
+                      "write; their rows come from the table's Delta history, their expectation counts were lost "
+                      "with the runner", flow))
+    return list(new.values())
+
+
+def _restore_views(spark: Any, record: inflight.InFlightUpdate, last_status: dict[str, tuple[datetime, str]],
+                   say: Say) -> None:
+    """Materialized views whose refresh did not complete get their previous contents back."""
+    flows = {f.target: f for f in record.flows if f.target}
+    for name, before in record.mv_versions.items():
+        flow = flows.get(name)
+        status = last_status.get(flow.sdp_name) if flow else None
+        if status is not None and status[1] == "COMPLETED":
+            continue
+        table = record.qualified(name)
+        rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").select("version").collect()
+        if rows and int(rows[0]["version"]) > before:
+            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before}")
+            say(f"  {name}: refresh did not complete; kept its previous contents (version {before})")
