@@ -48,8 +48,13 @@ ERROR_CLASSES: dict[str, str] = {
     "BUNDLE_INVALID": "{where}: {reason}",
     # local engine
     "DELTA_JARS_MISSING": (
-        "Delta Lake's jars are missing ({missing}) from {cache}. Run `make setup` (or "
-        "`python -m pipelines.local.jars`) once with network access to Maven Central."
+        "Delta Lake's jars are not resolved in {cache} ({missing}). Run `make setup` (or "
+        "`python -m pipelines.local.jars`) once with network access: Spark resolves {packages} "
+        "and their dependencies there, and later engine starts use them offline."
+    ),
+    "DELTA_JARS_RESOLUTION_FAILED": (
+        "Spark could not resolve {packages} into {cache}: {reason}. Check the network access to the "
+        "Maven repositories Spark's resolver uses (its log: {log}), then run `python -m pipelines.local.jars` again."
     ),
     "METASTORE_LOCKED": (
         "The local catalog under {home} is in use by another lakewatch process (Derby allows one "
