@@ -56,16 +56,20 @@ def error_paragraph(error: BaseException, verbose: bool) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.local.preflight import check_update
     from pipelines.local.runner import UpdateRequest, summarize
 
-    project.pipeline(args.pipeline)  # an unknown pipeline fails before the engine starts
+    configuration = _key_values(args.set)
+    # Bad input (an unknown pipeline, an unresolved variable, tables.yml, landing folders) fails
+    # here, before the engine starts.
+    check_update(project, args.pipeline, configuration)
     request = UpdateRequest(
         pipeline=args.pipeline,
         full_refresh=args.full_refresh,
         full_refresh_selection=_split_list(args.full_refresh_selection),
         refresh_selection=_split_list(args.refresh),
         cause=args.cause,
-        configuration=_key_values(args.set),
+        configuration=configuration,
     )
     result = project.runner().run_update(request)
     for line in summarize(result):
@@ -153,8 +157,10 @@ def cmd_query(args: argparse.Namespace, project: Any) -> int:
 
 def cmd_job(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.job import run_job
+    from pipelines.local.preflight import check_job
     from pipelines.local.runner import summarize
 
+    check_job(project, args.job)  # every pipeline task's input, before the engine starts
     result = run_job(project.runner(), project.bundle, args.job, say=_say)
     for task in result.tasks:
         _say(f"task {task.task_key}: {task.state}")
