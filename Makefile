@@ -1,11 +1,12 @@
 # lakewatch: `make demo` and `make test` are all a fresh machine needs.
-# Each bootstraps the virtualenv (.venv) and Delta's jars (.cache/jars) once, idempotently.
+# Each bootstraps the virtualenv (.venv) and Delta's jars once, idempotently: Spark resolves them
+# (spark.jars.packages, Ivy) into .cache/ivy, and later engine starts use them offline.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-JARS := .cache/jars/.complete
+JARS := .cache/ivy/.complete
 
 .PHONY: setup browser demo test test-unit test-integration bench clean clean-state
 

@@ -113,8 +113,10 @@ class Bundle:
                 {
                     "where": where or f"target '{self.target}'",
                     "reference": f"var.{name}",
-                    "hint": " (declared without a default and not set by the target)" if declared
-                    else " (no such variable in databricks.yml)",
+                    "hint": f" (declared without a default and not set by the target: give it a default, "
+                    f"set it in the target's variables or in {LOCAL_SETTINGS_FILE}, or export BUNDLE_VAR_{name})"
+                    if declared
+                    else f" (no such variable in {BUNDLE_FILE}: declare it under `variables`, or correct the name)",
                 },
             )
         value = self._resolve(raw, f"variable '{name}'", (*_stack, name))

@@ -56,9 +56,13 @@ def error_paragraph(error: BaseException, verbose: bool) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.local.preflight import check_update
     from pipelines.local.runner import UpdateRequest, summarize
 
-    project.pipeline(args.pipeline)  # an unknown pipeline fails before the engine starts
+    configuration = _key_values(args.set)
+    # Bad input (an unknown pipeline, an unresolved variable, tables.yml, landing folders) fails
+    # here, before the engine starts; then the run lock, before anything is read or written.
+    check_update(project, args.pipeline, configuration)
     project.lock_runs(f"lakewatch run {args.pipeline}")
     request = UpdateRequest(
         pipeline=args.pipeline,
@@ -66,7 +70,7 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
         full_refresh_selection=_split_list(args.full_refresh_selection),
         refresh_selection=_split_list(args.refresh),
         cause=args.cause,
-        configuration=_key_values(args.set),
+        configuration=configuration,
     )
     result = project.runner().run_update(request)
     for line in summarize(result):
@@ -156,8 +160,10 @@ def cmd_query(args: argparse.Namespace, project: Any) -> int:
 
 def cmd_job(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.job import run_job
+    from pipelines.local.preflight import check_job
     from pipelines.local.runner import summarize
 
+    check_job(project, args.job)  # every pipeline task's input, before the engine starts
     project.lock_runs(f"lakewatch job {args.job}")
     result = run_job(project.runner(), project.bundle, args.job, say=_say)
     for task in result.tasks:

@@ -1,8 +1,24 @@
 """The table configuration: which tables to ingest, declared once (name, format, schema, landing,
-expectations). Loading validates everything up front and fails with one clear message."""
+expectations). Loading validates everything up front and fails with one clear message.
+
+Schema types are Spark SQL types, checked in pure Python by `pipelines.sqltypes` (no engine needed)
+and stored normalized (`decimal(10, 2)` becomes `DECIMAL(10,2)`); types a JSON source cannot fill
+(CHAR/VARCHAR, INTERVAL, VOID, TIME, ...) are refused with the reason and the fix.
+
+Landing rule: `landing` is a folder relative to the pipeline's landing root (the `landing_root`
+bundle variable, `lakewatch.landing_root` in the pipeline configuration): one or more names
+separated by `/`, without empty, `.` or `..` segments. Absolute paths and URIs (`/Volumes/...`,
+`s3://...`, `dbfs:/...`) are refused even when they point inside the root: the same tables.yml
+serves every target, and the targets' roots differ (a dev volume, the prod volume, `.lakewatch/landing`
+locally), so an absolute path would bind a table to one target. When an absolute landing lies inside
+the root, the message names the relative path to write instead. The check needs the root, so it runs
+where the root is known: `TableSpec.landing_path(root)`, which every caller (the pipeline definition
+on both engines, the generator, the local CLI before the engine starts) goes through.
+"""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from pipelines import sqltypes
 from pipelines.errors import ConfigError
 from pipelines.expectations import NAME_PATTERN, Action, Expectation
 
@@ -30,12 +47,7 @@ RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME
 
 CORRUPT_RECORDS_SINK = "corrupt_records_sink"
 
-_SIMPLE_TYPES = {
-    "STRING", "BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "LONG", "FLOAT",
-    "DOUBLE", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "BINARY",
-}
-_DECIMAL = re.compile(r"^DECIMAL\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
-_COMPLEX = re.compile(r"^(ARRAY|MAP|STRUCT)\s*<.*>$", re.DOTALL)
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 _TOP_KEYS = ("tables",)
 _TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", "max_files_per_trigger")
@@ -51,7 +63,7 @@ class Column:
 
 @dataclass(frozen=True)
 class TableSpec:
-    """One table to ingest. `landing` is relative to the pipeline's landing root unless absolute."""
+    """One table to ingest. `landing` is relative to the pipeline's landing root (see the module)."""
 
     name: str
     format: str
@@ -86,9 +98,17 @@ class TableSpec:
         return tuple(c.name for c in self.columns)
 
     def landing_path(self, landing_root: str) -> str:
-        if self.landing.startswith("/") or "://" in self.landing:
-            return self.landing
-        return landing_root.rstrip("/") + "/" + self.landing
+        """The table's landing folder under the root; raises CONFIG_INVALID_LANDING when `landing`
+        is not a plain relative folder (it would leave the root, or bind the table to one target)."""
+        root = str(landing_root).rstrip("/") or str(landing_root)  # "/" stays "/"
+        problem = landing_problem(self.landing, root)
+        if problem:
+            what, fix = problem
+            raise ConfigError(
+                "CONFIG_INVALID_LANDING",
+                {"table": self.name, "landing": self.landing, "problem": what, "root": root, "fix": fix},
+            )
+        return f"{root.rstrip('/')}/{self.landing}"
 
     def dataset_names(self) -> tuple[str, ...]:
         return (self.source_name, self.bronze_name, self.clean_name)
@@ -104,6 +124,10 @@ class TablesConfig:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def landing_paths(self, landing_root: str) -> dict[str, str]:
+        """Table name -> landing folder under the root; raises for the first invalid landing."""
+        return {t.name: t.landing_path(landing_root) for t in self.tables}
 
 
 def _describe(value: Any) -> str:
@@ -124,9 +148,49 @@ def _check_keys(where: str, data: Any, allowed: Sequence[str], required: Sequenc
     return data
 
 
-def _valid_type(data_type: str) -> bool:
-    t = data_type.strip().upper()
-    return t in _SIMPLE_TYPES or bool(_DECIMAL.match(t)) or bool(_COMPLEX.match(t))
+def landing_problem(landing: str, root: str) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) for a `landing` value, or None when it is a relative folder."""
+    example = "e.g. 'orders' or 'sales/orders'"
+    if _URI.match(landing) or landing.startswith("/"):
+        if landing.rstrip("/") == root.rstrip("/"):
+            return "is the landing root itself", f"write a folder under the root ({example})"
+        inside = _relative_to(landing, root)
+        if inside:
+            return "is an absolute path", f"write it relative to the root: '{inside}'"
+        return ("is outside the landing root",
+                f"write a folder under the root ({example}) and deliver the files there, "
+                "or change the landing_root bundle variable")
+    segments = landing.split("/")
+    if "" in segments:
+        cleaned = "/".join(s for s in segments if s)
+        return ("has an empty segment ('//' or a trailing '/')",
+                f"write '{cleaned}'" if cleaned else f"write a folder name ({example})")
+    if ".." in segments or "." in segments:
+        normalized = posixpath.normpath(landing)
+        if normalized == ".." or normalized.startswith("../"):
+            return ("leaves the landing root ('..')",
+                    f"write a folder under the root ({example}), or change the landing_root bundle variable")
+        if normalized == ".":
+            return "is the landing root itself", f"write a folder under the root ({example})"
+        return "has '.' or '..' segments", f"write '{normalized}'"
+    return None
+
+
+def _relative_to(path: str, root: str) -> str | None:
+    """`path` relative to `root` when it lies strictly inside it (local paths are normalized first)."""
+    if not _URI.match(path):
+        path = posixpath.normpath(path)
+        root = posixpath.normpath(root) if not _URI.match(root) else root
+    root = root.rstrip("/")
+    if path.startswith(root + "/"):
+        rest = path[len(root) + 1:].strip("/")
+        if rest and landing_problem(rest, root) is None:
+            return rest
+    return None
+
+
+def _type_text(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
 
 
 def parse_columns(table: str, schema: Any) -> tuple[Column, ...]:
@@ -154,14 +218,25 @@ def parse_columns(table: str, schema: Any) -> tuple[Column, ...]:
         seen.add(name.lower())
         if name in RESERVED_COLUMNS:
             raise ConfigError("CONFIG_RESERVED_COLUMN", {"table": table, "column": name})
-        if not isinstance(data_type, str) or not _valid_type(data_type):
-            raise ConfigError(
-                "CONFIG_INVALID_SCHEMA",
-                {"table": table, "reason": f"column '{name}' has type '{data_type}', which is not a "
-                 "Spark SQL type (e.g. STRING, BIGINT, DOUBLE, DECIMAL(10,2), TIMESTAMP, DATE, BOOLEAN)"},
-            )
-        columns.append(Column(name, data_type.strip().upper()))
+        columns.append(Column(name, parse_column_type(table, name, data_type)))
     return tuple(columns)
+
+
+def parse_column_type(table: str, column: str, data_type: Any) -> str:
+    """The normalized Spark SQL type of a column; refuses text that is not a type, and types a JSON
+    source cannot fill or bronze cannot store."""
+    parameters = {"table": table, "column": column, "type": _type_text(data_type)}
+    if not isinstance(data_type, str):
+        found = "nothing" if data_type is None else f"a YAML {type(data_type).__name__}"
+        raise ConfigError("CONFIG_INVALID_TYPE", {**parameters, "reason": f"the type must be text, found {found}"})
+    try:
+        parsed = sqltypes.parse_type(data_type)
+        sqltypes.check_json_type(parsed, data_type, column)
+    except sqltypes.UnsupportedTypeError as e:
+        raise ConfigError("CONFIG_UNSUPPORTED_TYPE", {**parameters, "reason": e.problem}) from None
+    except sqltypes.SqlTypeError as e:
+        raise ConfigError("CONFIG_INVALID_TYPE", {**parameters, "reason": e.problem}) from None
+    return parsed.sql()
 
 
 def parse_expectations(table: str, data: Any) -> tuple[Expectation, ...]:

@@ -25,6 +25,18 @@ ERROR_CLASSES: dict[str, str] = {
     "CONFIG_DUPLICATE_TABLE": "Table '{name}' is declared more than once in {path}.",
     "CONFIG_RESERVED_TABLE_NAME": "Table name '{name}' is reserved: {reason}",
     "CONFIG_INVALID_SCHEMA": "The schema of table '{table}' is not valid: {reason}",
+    "CONFIG_INVALID_TYPE": (
+        "Column '{column}' of table '{table}' has type '{type}', which is not a Spark SQL type: {reason}. "
+        "Write a Spark SQL type such as STRING, BIGINT, DOUBLE, DECIMAL(10,2), DATE, TIMESTAMP, BOOLEAN, "
+        "ARRAY<STRING> or STRUCT<name: STRING> (quote it in YAML when it contains ': ')."
+    ),
+    "CONFIG_UNSUPPORTED_TYPE": (
+        "Column '{column}' of table '{table}' has type '{type}', which lakewatch cannot ingest from JSON: {reason}."
+    ),
+    "CONFIG_INVALID_LANDING": (
+        "Table '{table}' has landing '{landing}', which {problem}. `landing` is a folder relative to "
+        "the landing root {root}: {fix}."
+    ),
     "CONFIG_RESERVED_COLUMN": (
         "The schema of table '{table}' declares column '{column}', which lakewatch adds itself. "
         "Remove it from the schema."
@@ -48,9 +60,19 @@ ERROR_CLASSES: dict[str, str] = {
     "BUNDLE_UNKNOWN_TARGET": "The bundle has no target '{target}'. Targets: {available}.",
     "BUNDLE_INVALID": "{where}: {reason}",
     # local engine
+    "LANDING_FOLDER_NOT_FOUND": (
+        "The ingest pipeline '{pipeline}' reads landing folders that do not exist: {missing}. Create "
+        "them (`mkdir -p {folders}`) or write files into them with `lakewatch generate` (with the same "
+        "--home or LAKEWATCH_HOME), then run again."
+    ),
     "DELTA_JARS_MISSING": (
-        "Delta Lake's jars are missing ({missing}) from {cache}. Run `make setup` (or "
-        "`python -m pipelines.local.jars`) once with network access to Maven Central."
+        "Delta Lake's jars are not resolved in {cache} ({missing}). Run `make setup` (or "
+        "`python -m pipelines.local.jars`) once with network access: Spark resolves {packages} "
+        "and their dependencies there, and later engine starts use them offline."
+    ),
+    "DELTA_JARS_RESOLUTION_FAILED": (
+        "Spark could not resolve {packages} into {cache}: {reason}. Check the network access to the "
+        "Maven repositories Spark's resolver uses (its log: {log}), then run `python -m pipelines.local.jars` again."
     ),
     "METASTORE_LOCKED": (
         "The local catalog under {home} is in use by another lakewatch process (Derby allows one "

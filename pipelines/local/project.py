@@ -45,7 +45,10 @@ class LocalProject:
         return {**self.pipeline(key).configuration, **self.settings.configuration}
 
     def tables(self) -> TablesConfig:
-        return load_tables(self.pipeline_configuration()[adapter.TABLES_CONFIG_KEY])
+        conf = self.pipeline_configuration()
+        tables = load_tables(conf[adapter.TABLES_CONFIG_KEY])
+        tables.landing_paths(conf[adapter.LANDING_ROOT_KEY])  # each landing a folder under the root, or raises
+        return tables
 
     def landing_root(self) -> Path:
         return Path(self.pipeline_configuration()[adapter.LANDING_ROOT_KEY])

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from pipelines.cli import error_paragraph
+from pipelines.cli import error_paragraph, main
 from pipelines.errors import LakewatchError
 
 
@@ -42,3 +45,139 @@ def test_a_locked_catalog_is_explained():
     error = RuntimeError("Failed to start database 'metastore_db' ... Another instance of Derby may have already booted the database")
     assert "[METASTORE_LOCKED]" in error_paragraph(error, verbose=False)
     assert error_paragraph(LakewatchError("QUERY_FAILED", {"reason": "x"}), verbose=False) == "[QUERY_FAILED] The query failed: x"
+
+
+# -- bad configuration is refused before the engine starts (in-process, on a copy of the bundle) ------
+@pytest.fixture
+def bundle_copy(tmp_path, project_root, monkeypatch):
+    """A copy of the project's bundle in tmp_path that `main` runs on. Starting the engine fails the
+    test; every LocalProject `main` creates is kept, to check its engine was never started."""
+    from pipelines.local import project as project_module
+
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("databricks.yml", "lakewatch.local.yml"):
+        shutil.copy(project_root / name, root / name)
+    for name in ("resources", "conf"):
+        shutil.copytree(project_root / name, root / name)
+    created = []
+
+    class Project(project_module.LocalProject):
+        def __init__(self, **kwargs):
+            super().__init__(root=root, **kwargs)
+            created.append(self)
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the engine was started")
+
+    monkeypatch.setattr(project_module, "LocalProject", Project)
+    monkeypatch.setattr("pipelines.local.session.start_local_spark", no_engine)
+    monkeypatch.delenv("LAKEWATCH_HOME", raising=False)
+    copy = SimpleNamespace(root=root, home=tmp_path / "home", created=created)
+    copy.edit = lambda name, old, new: _edit(root / name, old, new)
+    copy.landing = lambda *tables: [(copy.home / "landing" / t).mkdir(parents=True) for t in tables]
+    yield copy
+    assert created and all(p._local is None for p in created)  # no engine started
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def refused(capsys, copy, *args):
+    """Runs the CLI in-process; returns its stderr after checking exit code 2 and one paragraph."""
+    code = main(["--home", str(copy.home), *args])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: [") and err.count("\n") == 1 and "AssertionError" not in err
+    return err
+
+
+def test_unknown_key_in_tables_yml_is_refused_before_the_engine(capsys, bundle_copy):
+    bundle_copy.edit("conf/tables.yml", "    landing: orders\n", "    landing: orders\n    partition_by: order_ts\n")
+    err = refused(capsys, bundle_copy, "run")
+    assert "[CONFIG_UNKNOWN_KEY]" in err and "'partition_by'" in err
+    assert "Allowed keys: name, format, schema, landing, expectations, comment" in err
+
+
+@pytest.mark.parametrize("declared, error_class, fix", [
+    ("ARRAY<FOO>", "CONFIG_INVALID_TYPE", "'FOO' is not a Spark SQL type. Write a Spark SQL type such as"),
+    ("'STRUCT<currency: STRING'", "CONFIG_INVALID_TYPE", "where ',' or '>' is expected"),
+    ("VARCHAR(3)", "CONFIG_UNSUPPORTED_TYPE", "declare STRING and add an expectation such as `length(currency) <= 3`"),
+])
+def test_a_bad_type_is_refused_before_the_engine(capsys, bundle_copy, declared, error_class, fix):
+    bundle_copy.edit("conf/tables.yml", "currency: STRING", f"currency: {declared}")
+    err = refused(capsys, bundle_copy, "run")
+    assert f"[{error_class}] Column 'currency' of table 'orders'" in err and fix in err
+
+
+@pytest.mark.parametrize("landing, problem, fix", [
+    ("../orders", "leaves the landing root ('..')", "write a folder under the root"),
+    ("/srv/orders", "is outside the landing root", "change the landing_root bundle variable"),
+    ("orders//eu", "has an empty segment", "write 'orders/eu'"),
+])
+@pytest.mark.parametrize("command", ["run", "job", "generate"])
+def test_a_landing_outside_the_root_is_refused_before_the_engine(capsys, bundle_copy, command, landing, problem, fix):
+    bundle_copy.edit("conf/tables.yml", "landing: orders", f"landing: {landing}")
+    err = refused(capsys, bundle_copy, command)
+    root = bundle_copy.home / "landing"
+    assert f"[CONFIG_INVALID_LANDING] Table 'orders' has landing '{landing}', which {problem}" in err
+    assert f"relative to the landing root {root}" in err and fix in err
+
+
+@pytest.mark.parametrize("command", ["run", "job"])
+def test_a_missing_landing_folder_is_refused_before_the_engine(capsys, bundle_copy, command):
+    bundle_copy.landing("orders")
+    err = refused(capsys, bundle_copy, command)
+    folder = bundle_copy.home / "landing" / "customers"
+    assert f"[LANDING_FOLDER_NOT_FOUND] The ingest pipeline 'lakewatch_ingest' reads landing folders that do not exist: table 'customers': {folder}." in err
+    assert f"`mkdir -p {folder}`" in err and "`lakewatch generate`" in err
+    assert "table 'orders'" not in err
+
+
+def test_a_landing_folder_set_on_the_command_line_is_the_one_checked(capsys, bundle_copy, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    err = refused(capsys, bundle_copy, "run", "--set", f"lakewatch.landing_root={elsewhere}")
+    assert f"table 'orders': {elsewhere}/orders; table 'customers': {elsewhere}/customers" in err
+
+
+@pytest.mark.parametrize("old, new, fix", [
+    ("${var.landing_root}", "${var.landing_rot}", "no such variable in databricks.yml: declare it under `variables`, or correct the name"),
+    ("${var.landing_root}", "${var.landing_zone}",
+     "declared without a default and not set by the target: give it a default, set it in the target's variables"),
+])
+@pytest.mark.parametrize("command", ["run", "job"])
+def test_an_unresolved_bundle_variable_is_refused_before_the_engine(capsys, bundle_copy, command, old, new, fix):
+    bundle_copy.edit("resources/lakewatch_ingest.pipeline.yml", old, new)
+    bundle_copy.edit("databricks.yml", "variables:\n", "variables:\n  landing_zone:\n    description: no default\n")
+    bundle_copy.landing("orders", "customers")
+    err = refused(capsys, bundle_copy, command)
+    assert "[BUNDLE_UNRESOLVED_REFERENCE]" in err and "lakewatch_ingest.configuration.lakewatch.landing_root" in err
+    assert f"'{new}'" in err and fix in err
+
+
+def test_valid_input_passes_the_checks_without_an_engine(bundle_copy):
+    from pipelines.local.home import LocalHome
+    from pipelines.local.preflight import check_job, check_update
+
+    bundle_copy.landing("orders", "customers")
+    from pipelines.local import project as project_module
+
+    project = project_module.LocalProject(home=LocalHome(bundle_copy.home))
+    check_update(project, "lakewatch_ingest")
+    check_update(project, "lakewatch_observability")  # reads the tables, not landing folders
+    check_job(project, "lakewatch_job")
+    with pytest.raises(LakewatchError) as info:
+        check_job(project, "nightly")
+    assert "no job 'nightly'" in str(info.value)
+
+
+def test_only_local_landing_folders_are_checked():
+    from pipelines.local.preflight import local_path
+
+    assert local_path("/tmp/landing/orders") == Path("/tmp/landing/orders")
+    assert local_path("file:///tmp/landing/orders") == Path("/tmp/landing/orders")
+    assert local_path("s3://bucket/landing/orders") is None
+    assert local_path("dbfs:/Volumes/main/x/landing/orders") is None

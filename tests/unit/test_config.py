@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import load_tables
+from pipelines.config import TableSpec, load_tables
 from pipelines.errors import ConfigError
 from pipelines.expectations import Action
 
@@ -41,7 +41,7 @@ def test_valid_file_loads_with_defaults(tmp_path):
     config = load_tables(write(tmp_path, VALID))
     orders = config.table("orders")
     assert orders.column_names == ("order_id", "amount")
-    assert orders.columns[1].data_type == "DECIMAL(10, 2)"
+    assert orders.columns[1].data_type == "DECIMAL(10,2)"
     assert [(e.name, e.action) for e in orders.expectations] == [("has_id", Action.DROP), ("positive", Action.WARN)]
     assert orders.dataset_names() == ("orders_source", "orders_bronze", "orders")
     assert orders.landing_path("/Volumes/main/x/landing") == "/Volumes/main/x/landing/orders"
@@ -80,7 +80,89 @@ def test_schema_that_is_not_a_mapping(tmp_path):
 
 def test_unknown_type(tmp_path):
     error = error_of(tmp_path, VALID.replace("order_id: BIGINT", "order_id: NUMBER"))
-    assert error.error_class == "CONFIG_INVALID_SCHEMA" and "NUMBER" in str(error)
+    assert error.error_class == "CONFIG_INVALID_TYPE" and "NUMBER" in str(error)
+    assert "Column 'order_id' of table 'orders'" in str(error) and "write DECIMAL(p,s)" in str(error)
+
+
+@pytest.mark.parametrize("declared, where", [
+    ("ARRAY<FOO>", "'FOO' is not a Spark SQL type"),
+    ("'STRUCT<a INT'", "the text ends after 'STRUCT<a INT' where ',' or '>' is expected"),
+    ("DECIMAL(40,2)", "precision 40 exceeds the maximum of 38"),
+    ("5", "the type must be text, found a YAML int"),
+    ("", "the type must be text, found nothing"),
+])
+def test_a_type_that_is_not_one_spark_type_is_refused_with_where_it_breaks(tmp_path, declared, where):
+    error = error_of(tmp_path, VALID.replace("order_id: BIGINT", f"order_id: {declared}"))
+    assert error.error_class == "CONFIG_INVALID_TYPE"
+    assert where in str(error) and "Write a Spark SQL type such as STRING" in str(error)
+
+
+@pytest.mark.parametrize("declared, fix", [
+    ("VARCHAR(20)", "declare STRING and add an expectation such as `length(order_id) <= 20`"),
+    ("INTERVAL DAY TO SECOND", "declare STRING or a number of units (BIGINT)"),
+    ("VOID", "declare the type the values have"),
+    ("TIME", "declare STRING"),
+    ("'MAP<INT, STRING>'", "declare the key as STRING"),
+    ("'STRUCT<id: BIGINT NOT NULL>'", "add an expectation such as `order_id.id IS NOT NULL`"),
+])
+def test_a_spark_type_json_cannot_fill_is_refused_with_the_fix(tmp_path, declared, fix):
+    error = error_of(tmp_path, VALID.replace("order_id: BIGINT", f"order_id: {declared}"))
+    assert error.error_class == "CONFIG_UNSUPPORTED_TYPE"
+    assert fix in str(error) and "which lakewatch cannot ingest from JSON" in str(error)
+
+
+def test_types_are_stored_normalized_and_nested_names_keep_their_case(tmp_path):
+    text = VALID.replace("order_id: BIGINT", "order_id: long\n      items: 'array<struct<Sku:string, qty:int>>'")
+    orders = load_tables(write(tmp_path, text)).table("orders")
+    assert [c.data_type for c in orders.columns] == ["BIGINT", "ARRAY<STRUCT<Sku: STRING, qty: INT>>", "DECIMAL(10,2)"]
+    assert orders.schema_ddl == "`order_id` BIGINT, `items` ARRAY<STRUCT<Sku: STRING, qty: INT>>, `amount` DECIMAL(10,2)"
+
+
+ROOT = "/Volumes/main/lakewatch/landing"
+
+
+@pytest.mark.parametrize("landing, path", [
+    ("orders", f"{ROOT}/orders"),
+    ("sales/orders", f"{ROOT}/sales/orders"),
+    ("2024", f"{ROOT}/2024"),
+])
+def test_landing_is_a_folder_under_the_root(landing, path):
+    table = TableSpec("orders", "json", (), landing)
+    assert table.landing_path(ROOT) == path
+    assert table.landing_path(ROOT + "/") == path
+    assert table.landing_path("s3://bucket/landing") == f"s3://bucket/landing/{landing}"
+
+
+@pytest.mark.parametrize("landing, problem, fix", [
+    ("../orders", "leaves the landing root ('..')", "write a folder under the root"),
+    ("a/../../orders", "leaves the landing root ('..')", "change the landing_root bundle variable"),
+    ("a/../orders", "has '.' or '..' segments", "write 'orders'"),
+    ("./orders", "has '.' or '..' segments", "write 'orders'"),
+    (".", "is the landing root itself", "write a folder under the root"),
+    ("orders//2024", "has an empty segment", "write 'orders/2024'"),
+    ("orders/", "has an empty segment", "write 'orders'"),
+    ("/tmp/orders", "is outside the landing root", "write a folder under the root"),
+    (f"{ROOT}/../other/orders", "is outside the landing root", "deliver the files there"),
+    ("s3://bucket/orders", "is outside the landing root", "change the landing_root bundle variable"),
+    (f"{ROOT}/orders", "is an absolute path", "write it relative to the root: 'orders'"),
+    (f"{ROOT}/sales//orders/", "is an absolute path", "write it relative to the root: 'sales/orders'"),
+    (ROOT, "is the landing root itself", "write a folder under the root"),
+])
+def test_landing_outside_the_root_or_not_relative_is_refused_naming_table_root_and_fix(landing, problem, fix):
+    with pytest.raises(ConfigError) as info:
+        TableSpec("orders", "json", (), landing).landing_path(ROOT)
+    error = info.value
+    assert error.error_class == "CONFIG_INVALID_LANDING"
+    assert f"Table 'orders' has landing '{landing}', which {problem}" in str(error)
+    assert f"relative to the landing root {ROOT}" in str(error) and fix in str(error)
+
+
+def test_landing_paths_checks_every_table(tmp_path):
+    second = VALID.split("tables:\n", 1)[1].replace("name: orders", "name: refunds").replace("landing: orders", "landing: ../refunds")
+    config = load_tables(write(tmp_path, VALID + second))  # loading needs no root
+    with pytest.raises(ConfigError) as info:
+        config.landing_paths(ROOT)
+    assert "Table 'refunds'" in str(info.value)
 
 
 def test_reserved_column(tmp_path):

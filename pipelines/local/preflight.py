@@ -1,0 +1,76 @@
+"""What the local engine checks before it starts, so bad input fails in a second with exit code 2
+(before any JVM) instead of as a failed update.
+
+For `lakewatch run` (one pipeline) and `lakewatch job` (each pipeline task of the job):
+- the pipeline resource resolves: every `${var.*}`, `${resources.*}` and `${workspace.*}` in it;
+- for a pipeline whose configuration names `lakewatch.tables_config`: the table configuration loads
+  (unknown keys, types, expectations);
+- for a pipeline that ingests landing files (its configuration also names `lakewatch.landing_root`):
+  every table's landing is a folder under the landing root, and every landing folder exists. Only
+  local folders are checked (a plain path or a `file:` URI); a folder behind another URI scheme
+  (`s3://`, `dbfs:/`, ...) is left to the engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+from pipelines.adapter import LANDING_ROOT_KEY, TABLES_CONFIG_KEY
+from pipelines.config import load_tables
+from pipelines.errors import BundleError, LakewatchError
+
+
+def local_path(path: str) -> Path | None:
+    """The local file system path of a folder, or None when it lives behind another URI scheme."""
+    parsed = urlparse(path)
+    if not parsed.scheme or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
+        return Path(path)
+    if parsed.scheme == "file":
+        return Path(url2pathname(parsed.path))
+    return None
+
+
+def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[str, str]] = ()) -> None:
+    """Everything one update of `pipeline_key` reads, checked without starting the engine.
+    `configuration` is the extra pipeline configuration of the update (`--set`)."""
+    pipeline = project.pipeline(pipeline_key)  # resolves the whole resource; BundleError names the reference
+    conf = {**pipeline.configuration, **project.settings.configuration, **dict(configuration)}
+    tables_file = conf.get(TABLES_CONFIG_KEY)
+    if not tables_file:
+        return  # the pipeline does not read the table configuration
+    tables = load_tables(tables_file)
+    root = conf.get(LANDING_ROOT_KEY)
+    if not root:
+        return  # it reads the tables (e.g. observability), not their landing files
+    folders = tables.landing_paths(root)  # CONFIG_INVALID_LANDING for a landing outside the root
+    missing = []
+    for table, folder in folders.items():
+        path = local_path(folder)
+        if path is not None and not path.is_dir():
+            missing.append((table, folder, path))
+    if missing:
+        raise LakewatchError("LANDING_FOLDER_NOT_FOUND", {
+            "pipeline": pipeline.name,
+            "missing": "; ".join(f"table '{t}': {folder}" + ("" if not path.exists() else " (a file, not a folder)")
+                                 for t, folder, path in missing),
+            "folders": " ".join(str(path) for _, _, path in missing),
+        })
+
+
+def check_job(project: Any, job_key: str) -> None:
+    """`check_update` for every pipeline task of a job (each pipeline once)."""
+    from pipelines.local.job import PIPELINE_REFERENCE
+
+    jobs = project.bundle.resources("jobs")
+    if job_key not in jobs:
+        raise BundleError("BUNDLE_INVALID", {
+            "where": "resources.jobs", "reason": f"no job '{job_key}' (jobs: {', '.join(jobs) or 'none'})"})
+    checked: set[str] = set()
+    for task in jobs[job_key].get("tasks") or []:
+        match = PIPELINE_REFERENCE.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
+        if match and match.group(1) not in checked:
+            checked.add(match.group(1))
+            check_update(project, match.group(1))
