@@ -8,7 +8,6 @@ The generator's manifest and the landing files themselves are the truth the tabl
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field

@@ -104,7 +104,7 @@ def test_the_run_was_killed_mid_update(interrupted):
 
 def test_the_next_run_takes_the_stale_lock_over_and_closes_the_killed_update(interrupted):
     out = interrupted.rerun.stdout
-    assert f"took over the run lock" in out and f"pid {interrupted.killed_pid}" in out
+    assert "took over the run lock" in out and f"pid {interrupted.killed_pid}" in out
     assert "was interrupted" in out
     assert UPDATE_LINE.search(out)["state"] == "COMPLETED"
 
