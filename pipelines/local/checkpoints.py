@@ -159,6 +159,7 @@ class FileState:
     commit_time: datetime | None
     batch_id: int | None
     state: str  # committed | discovered | pending
+    disk_modification_time: datetime | None = None  # the file's mtime now (None when it is gone)
 
 
 def file_states(landing: str | Path, checkpoint: Path | None) -> list[FileState]:
@@ -188,11 +189,29 @@ def file_states(landing: str | Path, checkpoint: Path | None) -> list[FileState]
             commit_time=commit,
             batch_id=batch,
             state=state,
+            disk_modification_time=disk.modification_time if disk else None,
         ))
     return rows
 
 
+def first_commits(flow_root: Path) -> dict[str, datetime]:
+    """Path -> the earliest time a batch holding the file committed, over every checkpoint the flow
+    had (a full refresh starts a new numbered checkpoint and re-commits every file)."""
+    found: dict[str, datetime] = {}
+    for checkpoint in _numbered(flow_root).values():
+        commits = committed_batches(checkpoint)
+        for f in source_log(checkpoint):
+            at = commits.get(f.batch_id)
+            if at is not None and (f.path not in found or at < found[f.path]):
+                found[f.path] = at
+    return found
+
+
 def backlog(landing: str | Path, checkpoint: Path | None) -> Backlog:
-    """Landing files not yet committed by the flow (never seen, or seen in an uncommitted batch)."""
+    """Landing files not yet committed by the flow (never seen, or seen in an uncommitted batch).
+    Raises FileNotFoundError when the landing folder is not there (the backlog is then unknown)."""
+    folder = Path(to_local_path(str(landing)))
+    if not folder.is_dir():
+        raise FileNotFoundError(f"landing folder {folder} does not exist")
     pending = [s for s in file_states(landing, checkpoint) if s.state != "committed" and s.size is not None]
     return Backlog(files=len(pending), bytes=sum(s.size or 0 for s in pending))

@@ -65,6 +65,11 @@ def path_for(home: LocalHome, pipeline_name: str) -> Path:
     return folder(home) / f"{pipeline_name}.json"
 
 
+def ledger_path(home: LocalHome, pipeline_name: str) -> Path:
+    """What the runner keeps about each landing file across updates (see file_ledger)."""
+    return home.root / "state" / "files" / f"{pipeline_name}.json"
+
+
 def journal_path(home: LocalHome, pipeline_name: str) -> Path:
     """Every event of the update in progress, appended as it happens (see EventLogStream)."""
     return folder(home) / f"{pipeline_name}.events.jsonl"

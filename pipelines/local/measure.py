@@ -32,26 +32,38 @@ def flow_origin(base: E.Origin, flow: FlowRecord, batch_id: int | None = None) -
 
 
 def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime) -> list[dict[str, Any]]:
-    """A METRICS event per file-reading flow with the landing files it has not committed yet."""
+    """A METRICS event per file-reading flow with the landing files it has not committed yet; when
+    the landing folder cannot be listed, the backlog is NULL and a WARN event says why."""
     events = []
     for flow in flows:
         if flow.landing is None:
             continue
-        left = C.backlog(flow.landing, checkpoint_of(flow))
-        events.append(E.flow_metrics(flow_origin(base, flow), at, backlog_bytes=left.bytes, backlog_files=left.files))
+        origin = flow_origin(base, flow)
+        try:
+            left = C.backlog(flow.landing, checkpoint_of(flow))
+        except OSError as e:
+            events.append(E.flow_metrics(origin, at))
+            events.append(E.measurement_warning(origin, at, "backlog", f"landing folder not readable: {e}"))
+            continue
+        events.append(E.flow_metrics(origin, at, backlog_bytes=left.bytes, backlog_files=left.files))
     return events
 
 
-def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord]) -> None:
+def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger_path: Path) -> None:
     """The local `cloud_files_state()`: one row per landing file of every file-reading flow."""
+    from pipelines.local.file_ledger import FileLedger
     from pipelines.local.file_state import FILE_STATE_SCHEMA, rows_for
 
     sources = [f for f in flows if f.landing is not None]
     if not sources:
         return  # this pipeline reads no landing files
+    ledger = FileLedger(ledger_path)
     rows = []
     for flow in sources:
-        rows.extend(rows_for(flow.target_table or flow.name, flow.name, C.file_states(flow.landing, checkpoint_of(flow))))
+        earliest = C.first_commits(Path(flow.checkpoint_root)) if flow.checkpoint_root else {}
+        states = C.file_states(flow.landing, checkpoint_of(flow))
+        rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest))
+    ledger.save()
     df = spark.createDataFrame(rows, FILE_STATE_SCHEMA)
     df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
 

@@ -161,7 +161,8 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
         for event in measure.backlog_events(origin, record.flows, ended):
             stream.add(event)
         try:
-            measure.write_file_state(spark, record.qualified(FILE_STATE_TABLE), record.flows)
+            measure.write_file_state(spark, record.qualified(FILE_STATE_TABLE), record.flows,
+                                     inflight.ledger_path(home, record.pipeline_name))
         except Exception as e:  # noqa: BLE001 (a measurement; the update is closed regardless)
             stream.add(E.measurement_warning(origin, ended, "file state", " ".join(str(e).split())[:300]))
     stream.add(E.update_progress(origin, ended, "FAILED", error_struct=error))

@@ -423,8 +423,12 @@ class _Update:
         extra: dict[str, Any] = {}
         landing = adapter.LOCAL_GRAPH.file_sources.get(flow)
         if landing is not None:
-            left = C.backlog(landing, self.checkpoint(flow))
-            extra = {"backlog_files": left.files, "backlog_bytes": left.bytes}
+            try:
+                left = C.backlog(landing, self.checkpoint(flow))
+                extra = {"backlog_files": left.files, "backlog_bytes": left.bytes}
+            except OSError as e:
+                self.add(E.measurement_warning(self.flow_origin(flow, batch.batch_id), batch.ended_at, "backlog",
+                                               f"landing folder not readable: {e}"))
         if flow in adapter.LOCAL_GRAPH.measured_flows:
             self.add(self.batch_metrics_event(flow, batch, extra))
         return extra
@@ -679,7 +683,8 @@ class _Update:
             self.add(event)
 
     def write_file_state(self) -> None:
-        measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values())
+        measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values(),
+                                 inflight.ledger_path(self.runner.home, self.pipeline.name))
 
 
 def _expectation_results(rules: adapter.DatasetExpectations, counts: dict[str, Any], dataset: str) -> list[dict[str, Any]]:

@@ -1,0 +1,107 @@
+"""What the local runner learns about a landing file once, when the file is first committed, and keeps
+across updates (the streaming checkpoint does not say it): the earliest commit time (a full refresh
+re-commits every file at a new time), the lines with content in the file, counted without Spark, and
+the file's size then. Kept in `<home>/state/files/<pipeline>.json`.
+
+Lines with content: a landing file is split into lines at CR, LF or CRLF (as Hadoop's line reader
+does); a line counts when it holds anything but spaces and tabs (the only whitespace JSON allows on a
+line besides the line ends). Gzip and bzip2 files are counted after decompression; a file that cannot
+be read whole (an incomplete upload) is not counted (NULL), and counted once it can be.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Iterator
+
+_CONTENT_LINE = re.compile(rb"[^\r\n]*[^ \t\r\n][^\r\n]*")
+_CHUNK = 8 << 20
+
+
+@dataclass
+class LedgerEntry:
+    first_commit_time: str | None = None  # ISO time
+    lines: int | None = None
+    committed_size: int | None = None
+
+
+def _open(path: Path) -> IO[bytes]:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    return path.open("rb")
+
+
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def count_content_lines(path: str | Path) -> int | None:
+    """Lines with content in the file (see the module docstring); None when it cannot be read whole
+    or is compressed with a codec this count does not read."""
+    p = Path(path)
+    if re.search(r"\.(deflate|lz4|snappy|zst|zstd|br)$", p.name.lower()):
+        return None
+    count = 0
+    carry = b""
+    try:
+        with _open(p) as stream:
+            for chunk in _chunks(stream):
+                data = carry + chunk
+                cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+                # A trailing CR may be the first half of CRLF: keep it with the rest of the line.
+                if cut == len(data) - 1 and data.endswith(b"\r"):
+                    cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
+                complete, carry = (data[:cut + 1], data[cut + 1:]) if cut >= 0 else (b"", data)
+                count += len(_CONTENT_LINE.findall(complete))
+        count += len(_CONTENT_LINE.findall(carry))
+    except (OSError, EOFError, ValueError):
+        return None
+    return count
+
+
+class FileLedger:
+    """Per (flow, path) facts learned at first commit, loaded and saved as one JSON file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: dict[str, LedgerEntry] = {}
+        try:
+            raw = json.loads(path.read_text())
+            self.entries = {k: LedgerEntry(**v) for k, v in raw.items()}
+        except (OSError, ValueError, TypeError):
+            self.entries = {}
+
+    def entry(self, flow: str, path: str) -> LedgerEntry:
+        return self.entries.setdefault(f"{flow}\t{path}", LedgerEntry())
+
+    def record_commit(self, flow: str, path: str, first_commit: datetime | None, size: int | None) -> LedgerEntry:
+        """Notes a committed file: its earliest commit, and (once) its size and line count."""
+        e = self.entry(flow, path)
+        if first_commit is not None:
+            known = datetime.fromisoformat(e.first_commit_time) if e.first_commit_time else None
+            if known is None or first_commit < known:
+                e.first_commit_time = first_commit.isoformat()
+        if e.lines is None and size is not None:
+            e.lines = count_content_lines(path)
+            e.committed_size = size
+        return e
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({k: asdict(v) for k, v in sorted(self.entries.items())}))
+        tmp.replace(self.path)

@@ -1,0 +1,57 @@
+"""The resident local engine with real processes: commands share one engine per state folder, two
+state folders get two engines, a killed engine is detected and replaced, an idle one stops itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from pipelines.local import engine
+from pipelines.local.home import LocalHome
+from tests.integration.helpers import Cli
+
+pytestmark = pytest.mark.integration
+
+
+def info(home) -> engine.EngineInfo:
+    found = engine.read_info(LocalHome(home))
+    assert found is not None, f"no engine recorded for {home}"
+    return found
+
+
+def test_commands_share_one_engine_and_a_killed_one_is_replaced(tmp_path):
+    cli = Cli(tmp_path / "home")
+    assert json.loads(cli.run("query", "--json", "SELECT 1 AS x").stdout) == [{"x": 1}]
+    first = info(cli.home)
+    assert json.loads(cli.run("query", "--json", "SELECT 2 AS x").stdout) == [{"x": 2}]
+    assert info(cli.home).pid == first.pid  # the second command connected to the running engine
+    assert "running" in cli.run("engine", "status").stdout
+
+    os.kill(first.pid, signal.SIGKILL)  # the engine crashes (out of memory, killed)
+    result = cli.run("query", "--json", "SELECT 3 AS x")
+    assert json.loads(result.stdout) == [{"x": 3}]
+    assert "gone (crashed or killed)" in result.stderr
+    assert info(cli.home).pid != first.pid
+
+    stopped = cli.run("engine", "stop").stdout
+    assert "stopped the local engine" in stopped
+    assert engine.read_info(LocalHome(cli.home)) is None
+    assert "no local engine runs" in cli.run("engine", "status").stdout
+
+
+def test_two_state_folders_get_two_engines_and_an_idle_engine_stops_itself(tmp_path):
+    a, b = Cli(tmp_path / "a"), Cli(tmp_path / "b")
+    a.run("engine", "start", "--idle-seconds", "6")
+    b.run("query", "SELECT 1")
+    assert info(a.home).pid != info(b.home).pid and info(a.home).port != info(b.home).port
+    pid = info(a.home).pid
+    deadline = time.monotonic() + 60
+    while engine.pid_alive(pid):
+        assert time.monotonic() < deadline, "the idle engine did not stop by itself"
+        time.sleep(0.5)
+    assert engine.read_info(LocalHome(a.home)) is None
+    assert engine.running(LocalHome(b.home)) is not None
