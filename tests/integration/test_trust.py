@@ -1,0 +1,109 @@
+"""Numbers to trust, on real updates of files the test writes itself (so it knows exactly what
+arrived): two healthy batches; a full refresh that must not look like new trouble; a batch where 30%
+of the orders fail an expectation; a file appended to after it was ingested."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.integration.helpers import Cli, LocalTables
+
+pytestmark = pytest.mark.integration
+
+ROWS = 100
+FAILING = 30  # orders with a negative amount in the third batch
+
+
+def order(i: int, amount: float = 12.5) -> dict:
+    return {"order_id": i, "customer_id": i % 7, "order_ts": "2026-11-30T10:00:00Z", "amount": amount,
+            "currency": "EUR", "status": "NEW"}
+
+
+def customer(i: int) -> dict:
+    return {"customer_id": i, "email": f"c{i}@example.com", "country": "DE", "signup_date": "2026-01-02",
+            "is_active": True}
+
+
+def write_lines(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@dataclass
+class Trust:
+    tables: LocalTables
+    alerts: dict[str, dict[str, str]] = field(default_factory=dict)  # step -> alert -> state
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)  # step -> path -> seconds
+    updates: list[str] = field(default_factory=list)
+    appended: str = ""
+
+
+def snapshot(cli: Cli, trust: Trust, step: str) -> None:
+    cli.run("run", "lakewatch_observability")
+    trust.alerts[step] = {a["alert"]: a["state"] for a in json.loads(cli.run("alerts", "--json").stdout)}
+    trust.latency[step] = {r["path"]: r["latency_seconds"] for r in trust.tables.table("file_latency").collect()}
+
+
+@pytest.fixture(scope="module")
+def trust(spark, tmp_path_factory) -> Trust:
+    home = tmp_path_factory.mktemp("trust_home")
+    cli = Cli(home)
+    landing = home / "landing"
+    t = Trust(LocalTables(spark, home))
+
+    def update(*args: str) -> None:
+        out = cli.run("run", *args).stdout
+        t.updates.append(out.split("starting update ")[1].split()[0])
+
+    for batch in (0, 1):
+        write_lines(landing / "orders" / f"orders-{batch}.json", [order(batch * ROWS + i) for i in range(ROWS)])
+        write_lines(landing / "customers" / f"customers-{batch}.json",
+                    [customer(batch * ROWS + i) for i in range(ROWS)])
+        update()
+    snapshot(cli, t, "healthy")
+    update("--full-refresh")
+    snapshot(cli, t, "after full refresh")
+    write_lines(landing / "orders" / "orders-2.json",
+                [order(2 * ROWS + i, amount=-1.0 if i < FAILING else 3.0) for i in range(ROWS)])
+    appended = landing / "orders" / "orders-0.json"
+    with appended.open("a") as f:  # a producer appends to a file that was already ingested
+        f.write(json.dumps(order(9999)) + "\n")
+    t.appended = str(appended)
+    update()
+    snapshot(cli, t, "bad batch")
+    return t
+
+
+def test_the_state_before_the_full_refresh_is_healthy(trust):
+    assert [a for a, s in trust.alerts["healthy"].items() if s != "OK"] == []
+
+
+def test_a_healthy_full_refresh_fires_no_alert(trust):
+    assert [a for a, s in trust.alerts["after full refresh"].items() if s != "OK"] == []
+
+
+def test_a_full_refresh_does_not_change_the_latency_of_old_files(trust):
+    before, after = trust.latency["healthy"], trust.latency["after full refresh"]
+    assert before and after == before
+
+
+def test_the_bad_batch_update_has_its_own_pass_rate(trust):
+    bad_update = trust.updates[-1]
+    rows = trust.tables.table("expectation_results").where(
+        f"update_id = '{bad_update}' AND dataset = 'orders' AND expectation = 'non_negative_amount'").collect()
+    assert len(rows) == 1
+    assert (rows[0]["passed_records"], rows[0]["failed_records"]) == (ROWS - FAILING, FAILING)
+    assert rows[0]["pass_rate"] == pytest.approx((ROWS - FAILING) / ROWS)
+    assert trust.alerts["bad batch"]["lakewatch_low_pass_rate"] == "TRIGGERED"
+
+
+def test_daily_quality_counts_each_arrived_row_once(trust):
+    arrived = 3 * ROWS  # every order line the test wrote is a clean row (the appended line is not read)
+    counted = trust.tables.sql(
+        "SELECT expectation, sum(passed_records + failed_records) AS n FROM {daily} "
+        "WHERE dataset = 'orders' GROUP BY expectation", daily="expectation_results_daily").collect()
+    assert counted and {r["n"] for r in counted} == {arrived}
