@@ -45,11 +45,11 @@ def test_commands_share_one_engine_and_a_killed_one_is_replaced(tmp_path):
 
 def test_two_state_folders_get_two_engines_and_an_idle_engine_stops_itself(tmp_path):
     a, b = Cli(tmp_path / "a"), Cli(tmp_path / "b")
-    a.run("engine", "start", "--idle-seconds", "6")
     b.run("query", "SELECT 1")
+    a.run("engine", "start", "--idle-seconds", "15")
     assert info(a.home).pid != info(b.home).pid and info(a.home).port != info(b.home).port
     pid = info(a.home).pid
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while engine.pid_alive(pid):
         assert time.monotonic() < deadline, "the idle engine did not stop by itself"
         time.sleep(0.5)
