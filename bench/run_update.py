@@ -30,10 +30,10 @@ def vm_hwm_kib(pid: int) -> int | None:
     return None
 
 
-def java_children() -> list[int]:
-    me = os.getpid()
+def java_children(parent: int) -> list[int]:
+    """The JVMs started by `parent` (the resident engine's process starts its JVM)."""
     out = subprocess.run(["ps", "-o", "pid=,ppid=,comm=", "-e"], capture_output=True, text=True).stdout
-    return [int(p) for p, pp, c in (l.split(None, 2) for l in out.splitlines() if l.strip()) if int(pp) == me and "java" in c]
+    return [int(p) for p, pp, c in (l.split(None, 2) for l in out.splitlines() if l.strip()) if int(pp) == parent and "java" in c]
 
 
 def main() -> int:
@@ -54,7 +54,7 @@ def main() -> int:
     project = LocalProject(home=LocalHome(home), printer=lambda s: None)
     spark = project.spark
     start_seconds = time.monotonic() - t0
-    lines.append(f"| engine start (JVM, Spark Connect, Delta) | {start_seconds:.1f} s | |")
+    lines.append(f"| engine start (JVM, Spark Connect, Delta) and connect | {start_seconds:.1f} s | |")
     runner = project.runner()
     tables = project.tables()
     settings = load_column_settings(ROOT / "conf" / "generator.yml")
@@ -72,9 +72,13 @@ def main() -> int:
     o0 = time.monotonic()
     obs = runner.run_update(UpdateRequest("lakewatch_observability", cause="JOB_TASK"))
     lines.append(f"| observability update ({len(obs.flows)} flows) | {time.monotonic() - o0:.1f} s | {obs.state} |")
-    jvm = [vm_hwm_kib(p) for p in java_children()]
+    from pipelines.local import engine
+
+    info = engine.read_info(LocalHome(home))
+    jvm = [vm_hwm_kib(p) for p in java_children(info.pid)] if info else []
     py = vm_hwm_kib(os.getpid())
     project.close()
+    engine.stop(LocalHome(home))
     memory = f"JVM peak RSS {max(j for j in jvm if j) / 1024:.0f} MiB" if any(jvm) else "JVM peak RSS not read"
     lines.append(f"| memory | | {memory}; Python peak RSS {(py or 0) / 1024:.0f} MiB |")
 
