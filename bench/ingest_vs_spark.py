@@ -125,7 +125,7 @@ def main() -> int:
     ]
     rows = [f"| {name} | {seconds:.1f} s | {lines / seconds:,.0f} | {seconds / bare_seconds:.2f} |"
             for name, seconds in results.items()]
-    notes = [f"", f"warm update phases: {timings}"] if timings else []
+    notes = ["", f"warm update phases: {timings}"] if timings else []
     text = "\n".join(header + rows + notes) + "\n"
     print(text)
     with (ROOT / "bench" / "RESULTS.md").open("a") as f:
