@@ -1,0 +1,133 @@
+"""The same pipelines on a separately started open-source Spark Connect server (`--remote`), as on a
+cluster: Spark's own `SparkConnectServer` launched with pyspark's spark-submit (what
+start-connect-server.sh runs) with Delta on its classpath and its own catalog. Two updates with
+files arriving in between, then the invariants of the local runs: every landing line in bronze once,
+every corrupt line quarantined once, the event log's rows equal to the table."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import load_tables
+from pipelines.generator import Mix, generate_batch, load_column_settings
+from pipelines.local import jars
+from pipelines.local.session import DELTA_CONF, TEST_TUNING
+from tests.integration.helpers import PROJECT_ROOT, Cli, local_path
+
+pytestmark = pytest.mark.integration
+
+TABLES = ("orders", "customers")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server in its own JVM, as a cluster would run it; stopped after the module."""
+    import pyspark
+
+    folder = tmp_path_factory.mktemp("connect_server")
+    port = free_port()
+    conf = {
+        **DELTA_CONF, **TEST_TUNING,
+        "spark.jars": ",".join(str(p) for p in jars.jar_paths()),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(folder / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={folder}",
+    }
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    command = [str(submit), "--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    log = (folder / "server.log").open("wb")
+    server = subprocess.Popen(command + ["spark-internal"], stdout=log, stderr=subprocess.STDOUT,
+                              cwd=folder, env={k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_MODE_ENABLED"},
+                              start_new_session=True)
+    deadline = time.monotonic() + 180
+    while True:
+        assert server.poll() is None, (folder / "server.log").read_text()[-3000:]
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the Spark Connect server did not start"
+            time.sleep(0.5)
+    yield {"url": f"sc://127.0.0.1:{port}", "warehouse": folder / "warehouse"}
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+def lines_on_disk(path: str) -> list[str]:
+    data = Path(path).read_bytes()
+    return [l for l in (gzip.decompress(data) if path.endswith(".gz") else data).decode().splitlines() if l.strip()]
+
+
+@pytest.fixture(scope="module")
+def remote_run(spark, connect_server, tmp_path_factory):
+    home = tmp_path_factory.mktemp("remote_home")
+    cli = Cli(home)
+    tables = load_tables(PROJECT_ROOT / "conf" / "tables.yml")
+    settings = load_column_settings(PROJECT_ROOT / "conf" / "generator.yml")
+    outputs = []
+    for batch in range(2):
+        generate_batch(spark, tables, home / "landing", rows=150, seed=11 + batch, column_settings=settings,
+                       mix=Mix(malformed=0.05, type_mismatch=0.05, unknown_field=0.05, case_variant=0.03, empty_file=0.0))
+        outputs.append(cli.run("--remote", connect_server["url"], "run").stdout)
+    counts = json.loads(cli.run("--remote", connect_server["url"], "query", "--json",
+                                "SELECT 'orders' AS t, _source_file AS f, count(*) AS n FROM lakewatch.orders_bronze GROUP BY ALL "
+                                "UNION ALL SELECT 'customers', _source_file, count(*) FROM lakewatch.customers_bronze GROUP BY ALL").stdout)
+    return {"home": home, "outputs": outputs, "bronze": counts, **connect_server}
+
+
+def test_both_updates_complete_on_the_remote_server_without_a_local_engine(remote_run):
+    assert all("COMPLETED in" in out for out in remote_run["outputs"])
+    assert not (remote_run["home"] / "engine" / "engine.json").exists()
+    assert (remote_run["warehouse"] / "lakewatch.db" / "orders_bronze" / "_delta_log").is_dir()
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_every_landing_line_is_in_bronze_once(remote_run, table):
+    files = [str(p) for p in (remote_run["home"] / "landing" / table).rglob("*.json*")]
+    expected = Counter({f: len(lines_on_disk(f)) for f in files})
+    actual = Counter({local_path(r["f"]): r["n"] for r in remote_run["bronze"] if r["t"] == table})
+    assert +expected == actual and sum(actual.values()) > 0
+
+
+def test_every_corrupt_line_is_quarantined_once_and_the_event_log_agrees(spark, remote_run):
+    sink = spark.read.format("delta").load(str(remote_run["home"] / "sinks" / "lakewatch_ingest" / "corrupt_records_sink"))
+    actual = Counter((r["source_table"], local_path(r["_source_file"]), r["_record_hash"]) for r in sink.collect())
+    expected: Counter = Counter()
+    for table in TABLES:
+        for f in (remote_run["home"] / "landing" / table).rglob("*.json*"):
+            for line in lines_on_disk(str(f)):
+                try:
+                    ok = isinstance(json.loads(line), dict)
+                except ValueError:
+                    ok = False
+                if not ok:
+                    expected[(table, str(f), hashlib.sha256(line.encode()).hexdigest())] += 1
+    assert expected and actual == expected
+    log = spark.read.format("delta").load(str(remote_run["warehouse"] / "lakewatch.db" / "lakewatch_ingest_event_log"))
+    written = log.where("level = 'METRICS' AND origin.flow_name LIKE '%_bronze'").selectExpr(
+        "sum(CAST(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT))").collect()[0][0]
+    assert written == sum(r["n"] for r in remote_run["bronze"])
