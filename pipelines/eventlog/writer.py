@@ -47,8 +47,8 @@ class EventLogStream:
 
     Events are numbered in time order within each flushed batch (control-plane events take
     `control_plane_seq_no`, the others `data_plane_id.seq_no`) from one counter per pipeline, kept
-    across runs. A background thread flushes every `interval` seconds, so a runner that dies leaves
-    every event older than that in the table; `flush()` writes what is pending at once. An event
+    across runs. A background thread flushes every `interval` seconds (each flush is one Delta
+    commit), so a runner that dies leaves every event older than that in the table; `flush()` writes what is pending at once. An event
     can be held back (`prepare` returns False) until what it needs is known, at most `max_hold`
     seconds; a write that fails is retried at the next flush and reported through `on_error`.
 
@@ -58,7 +58,7 @@ class EventLogStream:
     """
 
     def __init__(self, writer: EventLogWriter, next_sequence: Callable[[int], int], instance: str | None,
-                 interval: float = 1.0, on_error: Callable[[str], None] | None = None,
+                 interval: float = 2.0, on_error: Callable[[str], None] | None = None,
                  prepare: Callable[[dict[str, Any], bool], bool] | None = None,
                  journal: Path | None = None) -> None:
         self.writer = writer

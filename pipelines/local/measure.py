@@ -4,6 +4,7 @@ streaming micro-batch committed according to the target table's Delta history.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from datetime import datetime
@@ -64,8 +65,18 @@ def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger
         states = C.file_states(flow.landing, checkpoint_of(flow))
         rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest))
     ledger.save()
+    # Rewritten only when it changed (an update with nothing new leaves it as it was); an INSERT
+    # OVERWRITE keeps the catalog entry, so only a new table or a new schema needs saveAsTable.
+    digest_file = ledger_path.with_suffix(".state-digest")
+    digest = hashlib.sha256(f"{table}\n{sorted(map(repr, rows))}".encode()).hexdigest()
+    if digest_file.is_file() and digest_file.read_text() == digest and spark.catalog.tableExists(table):
+        return
     df = spark.createDataFrame(rows, FILE_STATE_SCHEMA)
-    df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
+    try:
+        df.write.insertInto(table, overwrite=True)
+    except Exception:  # noqa: BLE001 (no table yet, or one with an older schema)
+        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
+    digest_file.write_text(digest)
 
 
 def query_id(checkpoint: Path) -> str | None:
