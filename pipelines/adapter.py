@@ -123,14 +123,67 @@ class DatabricksEngine:
         """Auto Loader reports backlog itself."""
 
     def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
-        """`cloud_files_state()` of every bronze table (DBR 13.3+; commit times need DBR 18.2+)."""
-        parts = [
-            f"SELECT '{table}' AS table_name, path, size, create_time, discovery_time, commit_time, "
-            f"CASE WHEN commit_time IS NOT NULL THEN 'committed' ELSE 'discovered' END AS state "
-            f"FROM cloud_files_state(TABLE({table}))"
-            for table in bronze_tables
-        ]
+        """`cloud_files_state()` of every bronze table (DBR 13.3+), in the local file state's columns.
+
+        What Databricks lacks, and what stands in for it:
+        - `commit_time` is filled only on DBR 18.2+ (or with `cloudFiles.cleanSource` on 16.4-18.1); before
+          that it is NULL and `state` is `discovered` for every file (the observability tables then take a
+          file with rows in bronze as landed, without a latency).
+        - `first_commit_time` is `commit_time`: the state describes the live checkpoint only, and a full
+          refresh starts a new one, so the first commit of a file committed again is lost (file_latency
+          leaves such a file's latency NULL instead of measuring a new one).
+        - `batch_id`: not in the state (NULL).
+        - `lines` (lines with content, for reconciliation) is counted with Spark's text reader over the
+          table's landing folder (`read_files(..., format => 'text')`, grouped by `_metadata.file_path`;
+          `ignoreCorruptFiles` keeps an incomplete gzip from failing the refresh, its count is then partial).
+          It needs the landing root in the observability pipeline's configuration (`lakewatch.landing_root`);
+          without it `lines` is NULL (reconciliation says `not_counted`). It reads every landing file at
+          each refresh: the cost grows with the landing folder.
+        - `committed_size` and `committed_modification_time` are the state's `size` and `create_time` (what
+          Auto Loader recorded when it took the file); `modified_after_ingest` is NULL: the state does not
+          say whether the file changed since (Auto Loader with `cloudFiles.allowOverwrites=false`, the
+          default, does not read a changed file again).
+        """
+        from pipelines.observability.tables import path_key
+
+        landings = self._landing_folders(spark)
+        parts = []
+        for table in bronze_tables:
+            flow = table.rsplit(".", 1)[-1].strip("`")
+            landing = landings.get(flow)
+            if landing is not None:
+                folder = landing.replace("'", "''")
+                lines = (
+                    f"LEFT JOIN (SELECT {path_key('_metadata.file_path')} AS path_key, "
+                    # lines with anything but spaces and tabs (CR, LF and CRLF end a line, as for the local count)
+                    f"count_if(value RLIKE '[^ \\t]') AS lines "
+                    f"FROM read_files('{folder}', format => 'text', ignoreCorruptFiles => 'true') "
+                    f"GROUP BY {path_key('_metadata.file_path')}) l ON l.path_key = {path_key('s.path')}"
+                )
+                lines_column = "l.lines"
+            else:
+                lines, lines_column = "", "CAST(NULL AS BIGINT)"
+            parts.append(
+                f"SELECT '{table}' AS table_name, '{flow}' AS flow_name, s.path, s.size, s.create_time, "
+                f"s.discovery_time, s.commit_time, CAST(NULL AS BIGINT) AS batch_id, "
+                f"CASE WHEN s.commit_time IS NOT NULL THEN 'committed' ELSE 'discovered' END AS state, "
+                f"s.commit_time AS first_commit_time, {lines_column} AS lines, "
+                f"CASE WHEN s.commit_time IS NOT NULL THEN s.size END AS committed_size, "
+                f"CASE WHEN s.commit_time IS NOT NULL THEN s.create_time END AS committed_modification_time, "
+                f"CAST(NULL AS BOOLEAN) AS modified_after_ingest "
+                f"FROM cloud_files_state(TABLE({table})) s {lines}".rstrip()
+            )
         return "(" + " UNION ALL ".join(parts) + ")"
+
+    @staticmethod
+    def _landing_folders(spark: SparkSession) -> dict[str, str]:
+        """Bronze table name -> its landing folder, when the landing root is configured."""
+        root = spark.conf.get(LANDING_ROOT_KEY, None)
+        if not root:
+            return {}
+        from pipelines.ingestion import tables_config
+
+        return {t.bronze_name: t.landing_path(root) for t in tables_config(spark).tables}
 
     def query(
         self,

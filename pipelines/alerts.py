@@ -3,7 +3,10 @@
 An alert runs its `query_text`; with no rows its state is `evaluation.empty_result_state`;
 otherwise the `source` column is reduced by its aggregation (first row when unset) and compared with
 the threshold (a value, or another column reduced the same way) by the comparison operator. The
-alert is TRIGGERED when the comparison holds, OK when it does not, ERROR when the query fails.
+alert is TRIGGERED when the comparison holds, OK when it does not, UNKNOWN when the value (or the
+threshold) is NULL, ERROR when the query fails. NULL is never OK: a metric that could not be measured
+is not a healthy one. When the query also returns a `reason` column (lakewatch's health metrics say
+there why a value is NULL), its first value is kept with the result.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ class AlertResult:
     value: Any = None
     threshold: Any = None
     error: str | None = None
+    reason: str | None = None  # why the value is NULL, when the query says
 
 
 def _comparable(value: Any, threshold: Any) -> tuple[Any, Any]:
@@ -112,6 +116,10 @@ def _comparable(value: Any, threshold: Any) -> tuple[Any, Any]:
     if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
         return float(value), float(threshold)
     return str(value), str(threshold)
+
+
+def _reason(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    return next((str(r["reason"]) for r in rows if r.get("reason") is not None), None)
 
 
 def evaluate(spec: AlertSpec, rows: Sequence[Mapping[str, Any]]) -> AlertResult:
@@ -128,7 +136,7 @@ def evaluate(spec: AlertSpec, rows: Sequence[Mapping[str, Any]]) -> AlertResult:
             if spec.threshold_column else spec.threshold_value
         )
         if value is None or threshold is None or (isinstance(value, float) and math.isnan(value)):
-            return AlertResult(spec, "UNKNOWN", value, threshold)
+            return AlertResult(spec, "UNKNOWN", value, threshold, reason=_reason(rows))
         left, right = _comparable(value, threshold)
         holds = OPERATORS[spec.operator](left, right)
         return AlertResult(spec, "TRIGGERED" if holds else "OK", value, threshold)
@@ -163,4 +171,6 @@ def format_result(result: AlertResult) -> str:
 
     comparison = f"{show(result.value)} {result.spec.operator} {show(result.threshold)}"
     line = f"{result.state:<9} {result.spec.key:<30} {comparison:<40} {result.spec.display_name}"
+    if result.reason:
+        line += f"\n          not measured: {result.reason}"
     return line + (f"\n          error: {result.error}" if result.error else "")

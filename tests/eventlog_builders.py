@@ -4,6 +4,7 @@ local runner writes (same builders in pipelines/eventlog/events.py), in Databric
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
@@ -33,20 +34,37 @@ def qualified(flow: str) -> str:
 
 @dataclass
 class Update:
-    """Events of one update. Times are seconds after `start`."""
+    """Events of one update. Times are seconds after `start`.
+
+    `validate_only` / `explore_only` go into the create_update details; `maintenance_id` into the
+    origin of every event (internal updates, as Databricks marks them)."""
 
     update_id: str
     start: datetime
     cause: str = "USER_ACTION"
     full_refresh: bool = False
+    full_refresh_selection: Sequence[str] = ()
+    validate_only: bool = False
+    explore_only: bool = False
+    maintenance_id: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         o = self.origin()
-        self.events.append(E.create_update(o, self.start, cause=self.cause, full_refresh=self.full_refresh,
-                                           control_plane_seq_no=next(_seq)))
-        self.events.append(E.user_action(o, self.start, user_name="ana@example.com", control_plane_seq_no=next(_seq)))
+        created = E.create_update(o, self.start, cause=self.cause, full_refresh=self.full_refresh,
+                                  full_refresh_selection=self.full_refresh_selection, control_plane_seq_no=next(_seq))
+        details = json.loads(created["details"])
+        details["create_update"].update(validate_only=self.validate_only, explore_only=self.explore_only)
+        created["details"] = json.dumps(details, separators=(",", ":"))
+        self.add(created)
+        self.add(E.user_action(o, self.start, user_name="ana@example.com", control_plane_seq_no=next(_seq)))
         self.state("INITIALIZING", 0.5)
+
+    def add(self, event: dict[str, Any]) -> "Update":
+        if self.maintenance_id is not None:
+            event["origin"]["maintenance_id"] = self.maintenance_id
+        self.events.append(event)
+        return self
 
     def origin(self, flow: str | None = None, batch_id: int | None = None) -> E.Origin:
         o = E.Origin(pipeline_id="p-1", pipeline_name=PIPELINE, update_id=self.update_id)
@@ -62,28 +80,39 @@ class Update:
 
     def state(self, state: str, at: float, error: tuple[str, str] | None = None) -> "Update":
         err = E.error([E.ExceptionInfo(*error)], fatal=True) if error else None
-        self.events.append(E.update_progress(self.origin(), self.at(at), state, error_struct=err,
-                                             control_plane_seq_no=next(_seq)))
-        return self
+        return self.add(E.update_progress(self.origin(), self.at(at), state, error_struct=err,
+                                          control_plane_seq_no=next(_seq)))
 
-    def flow(self, name: str, status: str, at: float, error: Sequence[tuple[str, str]] = ()) -> "Update":
+    def flow(self, name: str, status: str, at: float, error: Sequence[tuple[str, str]] = (),
+             rows: int | None = None) -> "Update":
+        """A flow's status event; `rows` puts `num_output_rows` on it, as a materialized view's terminal
+        event may on Databricks."""
         err = E.error([E.ExceptionInfo(c, m) for c, m in error], fatal=True) if error else None
-        self.events.append(E.flow_progress(self.origin(name), self.at(at), status, error_struct=err,
-                                           data_plane_seq_no=next(_seq), data_plane_instance="test"))
-        return self
+        event = E.flow_progress(self.origin(name), self.at(at), status, error_struct=err,
+                                data_plane_seq_no=next(_seq), data_plane_instance="test")
+        if rows is not None:
+            details = json.loads(event["details"])
+            details["flow_progress"]["metrics"] = {"num_output_rows": rows}
+            event["details"] = json.dumps(details, separators=(",", ":"))
+        return self.add(event)
 
     def metrics(self, name: str, at: float, rows: int | None = None, backlog_files: int | None = None,
                 backlog_bytes: int | None = None, dropped: int | None = None,
-                expectations: Iterable[tuple[str, int, int]] | None = None, batch_id: int | None = None) -> "Update":
+                expectations: Iterable[tuple[str, int, int]] | None = None, batch_id: int | None = None,
+                status: str = "RUNNING", streaming: bool = True) -> "Update":
         results = None
         if expectations is not None:
             results = [E.expectation_result(n, qualified(name), p, f) for n, p, f in expectations]
-        self.events.append(E.flow_metrics(
+        return self.add(E.flow_metrics(
             self.origin(name, batch_id), self.at(at), num_output_rows=rows, backlog_bytes=backlog_bytes,
-            backlog_files=backlog_files, dropped_records=dropped, expectations=results,
-            data_plane_seq_no=next(_seq), data_plane_instance="test",
+            backlog_files=backlog_files, dropped_records=dropped, expectations=results, status=status,
+            streaming=streaming, data_plane_seq_no=next(_seq), data_plane_instance="test",
         ))
-        return self
+
+    def warn(self, measurement: str, reason: str, at: float, flow: str | None = None) -> "Update":
+        """lakewatch's WARN event for a figure that could not be measured."""
+        return self.add(E.measurement_warning(self.origin(flow), self.at(at), measurement, reason,
+                                              data_plane_seq_no=next(_seq), data_plane_instance="test"))
 
     def ran(self, name: str, start: float, end: float, rows: int | None, status: str = "COMPLETED",
             **metrics: Any) -> "Update":
@@ -99,17 +128,20 @@ class Update:
 
 def completed_update(update_id: str, start: datetime, duration: float = 60.0, rows: int = 100,
                      quarantined: int = 0, rescued: int = 0, backlog_files: int = 0,
-                     clean_failed: int | None = None, final_state: str = "COMPLETED") -> Update:
-    """An ingest update: bronze, its quarantine flow and (when `clean_failed` is given) the clean view."""
-    u = Update(update_id, start)
+                     clean_failed: int | None = None, final_state: str = "COMPLETED",
+                     full_refresh: bool = False) -> Update:
+    """An ingest update: bronze, its quarantine flow and (when `clean_failed` is given) the clean table,
+    each with one micro-batch."""
+    u = Update(update_id, start, full_refresh=full_refresh)
     u.state("RUNNING", 1)
     u.ran("orders_bronze", 2, duration / 2, rows, backlog_files=backlog_files, backlog_bytes=backlog_files * 1000,
-          expectations=[("no_rescued_data", rows - rescued, rescued), ("no_corrupt_record", rows - quarantined, quarantined)])
-    u.ran("orders_to_corrupt_records_sink", duration / 2 + 1, duration - 2, quarantined)
+          expectations=[("no_rescued_data", rows - rescued, rescued), ("no_corrupt_record", rows - quarantined, quarantined)],
+          batch_id=0)
+    u.ran("orders_to_corrupt_records_sink", duration / 2 + 1, duration - 2, quarantined, batch_id=0)
     if clean_failed is not None:
         clean = rows - quarantined
         u.ran("orders", duration / 2 + 1, duration - 3, clean,
-              expectations=[("non_negative_amount", clean - clean_failed, clean_failed)])
+              expectations=[("non_negative_amount", clean - clean_failed, clean_failed)], batch_id=0)
     return u.state(final_state, duration)
 
 
@@ -126,28 +158,126 @@ def needed_for(names: Sequence[str]) -> set[str]:
     return needed
 
 
+FILE_STATE_DDL = (
+    "table_name STRING, flow_name STRING, path STRING, size BIGINT, create_time TIMESTAMP, "
+    "discovery_time TIMESTAMP, commit_time TIMESTAMP, batch_id BIGINT, state STRING, "
+    "first_commit_time TIMESTAMP, lines BIGINT, committed_size BIGINT, committed_modification_time TIMESTAMP, "
+    "modified_after_ingest BOOLEAN"
+)
+BRONZE_DDL = (
+    "table_name STRING, bronze_table STRING, _rescued_data STRING, _is_corrupt BOOLEAN, _source_file STRING, "
+    "_source_file_modification_time TIMESTAMP, _ingested_at TIMESTAMP"
+)
+SINK_DDL = (
+    "source_table STRING, _corrupt_record STRING, _record_hash STRING, _source_file STRING, "
+    "_source_file_modification_time TIMESTAMP, _ingested_at TIMESTAMP, _quarantined_at TIMESTAMP"
+)
+
+
+def file_row(path: str, created: datetime, committed: datetime | None = None, *, table: str = "orders_bronze",
+             first_commit: datetime | None | str = "same", lines: int | None = None, size: int = 10,
+             modified: bool | None = False, batch_id: int | None = 0, state: str | None = None) -> tuple:
+    """One file-state row (the local `lakewatch_file_state` columns). `first_commit` defaults to the
+    commit (as on Databricks, or a file committed once); `state` to committed/pending."""
+    first = committed if first_commit == "same" else first_commit
+    state = state or ("committed" if committed is not None else "pending")
+    done = state == "committed"
+    return (f"main.lakewatch.{table}", table, path, size, created, committed, committed,
+            batch_id if done else None, state, first, lines, size if done else None,
+            created if done else None, modified if done else None)
+
+
+def bronze_rows(path: str, n: int, arrived: datetime, ingested: datetime, *, table: str = "orders",
+                rescued: Sequence[str | None] = (), corrupt: int = 0) -> list[tuple]:
+    """`n` bronze rows of one file: the first ones with the given `_rescued_data`, the last `corrupt`
+    ones corrupt."""
+    rows = []
+    for i in range(n):
+        data = rescued[i] if i < len(rescued) else None
+        rows.append((table, f"{table}_bronze", data, i >= n - corrupt, f"file:{path}", arrived, ingested))
+    return rows
+
+
+def sink_row(path: str, line_hash: str, arrived: datetime, ingested: datetime, *, table: str = "orders") -> tuple:
+    return (table, "not json", line_hash, f"file:{path}", arrived, ingested, ingested)
+
+
+TINY_DATA_CONF = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+
 def observability_views(spark: Any, updates: Sequence[Update], file_state: Sequence[tuple] = (),
                         sink: Sequence[tuple] = (), bronze: Sequence[tuple] = (),
                         only: Sequence[str] | None = None) -> dict[str, str]:
     """Registers the sources and the observability tables (all, or those `only` needs) as temporary
-    views; returns the sources."""
+    views; returns the sources. Tunes the session for tiny inputs (about twice as fast here: no
+    whole-stage code generation, no adaptive execution, one shuffle partition)."""
+    for key, value in TINY_DATA_CONF.items():
+        spark.conf.set(key, value)
     spark.createDataFrame(event_rows(*updates), EVENT_LOG_SCHEMA).createOrReplaceTempView("t_event_log")
-    spark.createDataFrame(
-        list(file_state),
-        "table_name STRING, flow_name STRING, path STRING, size BIGINT, create_time TIMESTAMP, "
-        "discovery_time TIMESTAMP, commit_time TIMESTAMP, batch_id BIGINT, state STRING",
-    ).createOrReplaceTempView("t_file_state")
-    spark.createDataFrame(
-        list(sink),
-        "source_table STRING, _corrupt_record STRING, _record_hash STRING, _source_file STRING, "
-        "_source_file_modification_time TIMESTAMP, _ingested_at TIMESTAMP, _quarantined_at TIMESTAMP",
-    ).createOrReplaceTempView("t_sink")
-    spark.createDataFrame(
-        list(bronze), "table_name STRING, _rescued_data STRING, _source_file STRING, _ingested_at TIMESTAMP"
-    ).createOrReplaceTempView("t_bronze")
+    spark.createDataFrame(list(file_state), FILE_STATE_DDL).createOrReplaceTempView("t_file_state")
+    spark.createDataFrame(list(sink), SINK_DDL).createOrReplaceTempView("t_sink")
+    spark.createDataFrame(list(bronze), BRONZE_DDL).createOrReplaceTempView("t_bronze")
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze"}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.
         spark.sql(table.render(sources)).localCheckpoint().createOrReplaceTempView(table.name)
     return sources
+
+
+@dataclass
+class Inputs:
+    """Everything the observability tables read: event log, file state, bronze rows, sink rows."""
+
+    updates: list[Update]
+    file_state: list[tuple] = field(default_factory=list)
+    bronze: list[tuple] = field(default_factory=list)
+    sink: list[tuple] = field(default_factory=list)
+
+    def views(self, spark: Any, only: Sequence[str] | None = None) -> dict[str, str]:
+        return observability_views(spark, self.updates, file_state=self.file_state, sink=self.sink,
+                                   bronze=self.bronze, only=only)
+
+
+def full_refresh_story(now: datetime, databricks: bool = False) -> tuple[Inputs, Inputs]:
+    """A healthy pipeline before and after a healthy full refresh.
+
+    Two days ago `u1` ingested f1 (4 lines: 2 with rescued data, 1 corrupt); today `u2` and `u3`
+    ingested f2 and f3 (3 clean lines each); then `fr`, a full refresh, read all three files again:
+    bronze re-read (new `_ingested_at`, same file times), the corrupt line quarantined a second time,
+    every file committed again. Locally the file state keeps each file's first commit; with
+    `databricks`, as `cloud_files_state()` does, only the new commit is known."""
+    day0 = now - timedelta(days=2)
+    u1 = completed_update("u1", day0, rows=4, quarantined=1, rescued=2, clean_failed=0)
+    u2 = completed_update("u2", now - timedelta(minutes=50), rows=3, clean_failed=0)
+    u3 = completed_update("u3", now - timedelta(minutes=30), rows=3, clean_failed=0)
+    fr = completed_update("fr", now - timedelta(minutes=10), duration=200, rows=10, quarantined=1, rescued=2,
+                          clean_failed=0, full_refresh=True)
+    files = [("/l/f1.json", u1, 4), ("/l/f2.json", u2, 3), ("/l/f3.json", u3, 3)]
+    recommit = fr.at(5)
+
+    def state(after: bool) -> list[tuple]:
+        rows = []
+        for path, u, lines in files:
+            created, first = u.start - timedelta(seconds=60), u.at(30)
+            commit = recommit if after else first
+            rows.append(file_row(path, created, commit, first_commit=commit if databricks else first, lines=lines))
+        return rows
+
+    def bronze(after: bool) -> list[tuple]:
+        rows = []
+        for path, u, lines in files:
+            rescued = ['{"coupon":"A"}', '{"Amount":"1"}'] if path.endswith("f1.json") else []
+            rows += bronze_rows(path, lines, u.start - timedelta(seconds=60), recommit if after else u.at(30),
+                                rescued=rescued, corrupt=1 if path.endswith("f1.json") else 0)
+        return rows
+
+    first_sink = [sink_row("/l/f1.json", "h1", day0 - timedelta(seconds=60), u1.at(30))]
+    before = Inputs([u1, u2, u3], state(False), bronze(False), first_sink)
+    after = Inputs([u1, u2, u3, fr], state(True), bronze(True),
+                   first_sink + [sink_row("/l/f1.json", "h1", day0 - timedelta(seconds=60), recommit)])
+    return before, after

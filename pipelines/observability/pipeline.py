@@ -1,4 +1,5 @@
-"""Declares the observability tables as materialized views (and the private `events` view).
+"""Declares the observability tables: two streaming tables (`events` from the ingest pipeline's event
+log, `errors` from `events`), materialized views for the rest, and one private temporary view.
 
 The sources differ per engine only in where file state comes from (`cloud_files_state()` on
 Databricks, the local runner's file-state table locally), which the adapter provides.
@@ -11,7 +12,7 @@ from typing import Any
 from pipelines.adapter import CATALOG_KEY, EVENT_LOG_KEY, SCHEMA_KEY, engine_for
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import tables_config
-from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql
+from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql, table_properties
 
 
 def sources(spark: Any) -> dict[str, str]:
@@ -27,8 +28,33 @@ def sources(spark: Any) -> dict[str, str]:
     }
 
 
+def streaming_query(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> Any:
+    """A streaming table's query: its source read as a stream (append-only Delta; `skipChangeCommits`
+    lets a delete such as the event log's retention pass), filtered and projected by its SQL parts."""
+    assert table.stream is not None, table.name
+    source = table.stream.source.format(**placeholders)
+    return (
+        spark.readStream.option("skipChangeCommits", "true").table(source)
+        .where(table.stream.where)
+        .selectExpr(*table.stream.select)
+    )
+
+
 def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> None:
     from pyspark import pipelines as dp
+
+    if table.streaming:
+        def stream() -> Any:
+            return streaming_query(spark, table, placeholders)
+
+        dp.table(
+            name=table.name,
+            comment=table.comment,
+            schema=table.schema_ddl,
+            partition_cols=list(table.partition_cols) or None,
+            table_properties=table_properties(table),
+        )(stream)
+        return
 
     sql = table.render(placeholders)
 
@@ -43,7 +69,7 @@ def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str,
             comment=table.comment,
             schema=table.schema_ddl,
             partition_cols=list(table.partition_cols) or None,
-            table_properties={"quality": "gold"},
+            table_properties=table_properties(table),
         )(query)
 
 

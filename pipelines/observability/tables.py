@@ -1,15 +1,56 @@
-"""The observability tables: one definition per table (name, comment, columns with comments, SQL).
+"""The observability tables: one definition per table (name, kind, comment, columns with comments, SQL).
 
 This module is the single source of the SQL that the observability pipeline materializes; alerts and
 the dashboard only read the resulting tables. The SQL is written in the dialect both Databricks SQL
-and Spark SQL accept (`get_json_object`, `from_json`, `max_by`, aggregate `FILTER`, `percentile`),
-never the `details:path` colon syntax on the STRING column, which only Databricks accepts.
+and Spark SQL accept (`get_json_object`, `from_json`, `try_cast`, `max_by`, aggregate `FILTER`,
+`percentile`), never the `details:path` colon syntax on the STRING column, which only Databricks accepts.
 
 Placeholders: `{event_log}` (the ingest pipeline's event log table), `{file_state}` (one row per
-landing file: the local file-state table, or `cloud_files_state()` on Databricks), `{sink}` (the
-quarantine sink table), `{bronze_union}` (rows of every bronze table with a `table_name`).
-Other datasets are referred to by their bare names (`events`, `update_status`, ...), so the same
-text runs in the pipeline and, in tests, over temporary views.
+landing file: the local file-state table, or `cloud_files_state()` on Databricks, with the columns
+listed under `landing_files`), `{sink}` (the quarantine sink table), `{bronze_union}` (rows of every
+bronze table, see `bronze_union_sql`). Other datasets are referred to by their bare names (`events`,
+`update_status`, ...), so the same text runs in the pipeline and, in tests, over temporary views.
+
+Kinds of table, and what is incremental where
+---------------------------------------------
+- `events` and `errors` are STREAMING tables: `events` reads the event log with
+  `spark.readStream.table(<event log>)` (the event log is append-only Delta; `skipChangeCommits`
+  lets a retention delete on Databricks pass), `errors` reads `events` the same way. Their SQL is
+  one SELECT list and one WHERE clause (`StreamSpec`), applied to the stream with `selectExpr` and
+  `where` in the pipeline and composed into plain SQL for tests. Each event is parsed once, in the
+  update after it was written, on both engines.
+- Every other published table is a MATERIALIZED VIEW. Open-source SDP recomputes materialized views
+  in full at every update (truncate, then refill), so locally they cost what their inputs cost.
+  On Databricks a materialized view can be refreshed incrementally when its query is deterministic
+  and its Delta inputs have change data feed and row tracking: every table another view reads is
+  published with `delta.enableChangeDataFeed` and `delta.enableRowTracking`, no view uses
+  `current_timestamp()` except `health_metrics` (it is about now, and is recomputed at every
+  refresh), and "last N days" windows are bounded by the data (`flow_bottlenecks`: the 7 days up to
+  the latest flow run). Eligible for incremental refresh (group-by aggregates and joins over Delta):
+  `update_status`, `flow_throughput`, `flow_throughput_daily`, `backlog`, `expectation_results`,
+  `expectation_results_daily`, `dropped_records`, `error_classes`, `schema_drift`, `file_latency`,
+  `measurement_gaps`. Recomputed in full on Databricks too: views with window functions, percentiles,
+  ranks, collect_set/ORDER BY ... LIMIT or non-Delta inputs (`landing_files` reads `cloud_files_state`
+  and the landing files, so it and `reconciliation` are recomputed; `update_status_daily`,
+  `ingestion_latency_hourly`, `ingestion_latency_by_update`, `expectation_results_weekly`,
+  `flow_bottlenecks`, `quarantine_daily`, `health_metrics`). Which technique a refresh used is in the
+  observability pipeline's own event log (`planning_information` events).
+- `quarantine_deliveries` is a pipeline-private temporary view (the sink is small: corrupt lines only).
+
+Trust rules the SQL follows
+---------------------------
+- Internal updates are left out from `update_status` on: a `create_update` with `validate_only` or
+  `explore_only`, or events with an `origin.maintenance_id`, as Databricks' own monitoring does.
+  `events` and `errors` keep every event; everything else keeps only updates in `update_status`.
+- NULL stays NULL: a figure no event carried is NULL, never 0; `health_metrics.reason` says why a
+  metric is NULL. A zero is written only where it is measured (a count of rows found, a flow that
+  completed without running a micro-batch wrote nothing).
+- A full refresh is not new data: file latency is measured from a file's first commit ever
+  (`first_commit_time`); drift and quarantine are counted on the day the file arrived (its
+  modification time); a line the sink already quarantined from the same file is a re-delivery; the
+  "last update" health metrics that a full refresh would set off read the last incremental update or
+  only first deliveries; expectation counts of a dataset fully refreshed in an update are kept per
+  update but left out of the daily and weekly tables (they count history again).
 """
 
 from __future__ import annotations
@@ -22,12 +63,58 @@ TERMINAL_FLOW = "('COMPLETED', 'FAILED', 'SKIPPED', 'EXCLUDED', 'STOPPED')"
 # Bronze's own expectations; rescued and corrupt rows have their own metrics (drift, quarantine).
 BRONZE_EXPECTATIONS = "('no_rescued_data', 'no_corrupt_record')"
 EXPECTATIONS_TYPE = "ARRAY<STRUCT<name: STRING, dataset: STRING, passed_records: BIGINT, failed_records: BIGINT>>"
-SHORT_NAME = r"regexp_extract({0}, '([^.`]+)`?$', 1)"
-ERROR_CLASS = r"nullif(regexp_extract({0}, '^\\[([A-Za-z0-9_.:]+)\\]', 1), '')"
+# operation_progress.type of lakewatch's "not measured" WARN events (pipelines/eventlog/events.py).
+MEASUREMENT_OPERATION = "LAKEWATCH_MEASUREMENT"
+# Problems reconciliation reports (its `status` values that count in `files_not_reconciled`).
+NOT_RECONCILED = "('missing_rows', 'extra_rows', 'modified_after_ingest')"
+
+STREAMING_TABLE = "streaming_table"
+MATERIALIZED_VIEW = "materialized_view"
+TEMPORARY_VIEW = "temporary_view"
+
+# Delta properties of tables other materialized views read (Databricks' incremental refresh needs them).
+INCREMENTAL_SOURCE_PROPERTIES = {"delta.enableChangeDataFeed": "true", "delta.enableRowTracking": "true"}
+
+
+def short(expr: str) -> str:
+    """The last part of a qualified (possibly backquoted) name."""
+    return f"regexp_extract({expr}, '([^.`]+)`?$', 1)"
+
+
+def error_class(expr: str) -> str:
+    """`[ERROR_CLASS]` at the start of an error message, else NULL."""
+    return rf"nullif(regexp_extract({expr}, '^\\[([A-Za-z0-9_.:]+)\\]', 1), '')"
+
+
+def path_key(expr: str) -> str:
+    """A file path in one form whatever wrote it: without scheme (`file:`, `dbfs:`, `s3://bucket` keeps
+    the bucket as the first segment) and URL-decoded, so file state and `_metadata.file_path` join."""
+    stripped = f"regexp_replace({expr}, '^[A-Za-z][A-Za-z0-9+.-]*:/+', '/')"
+    return f"coalesce(try_url_decode({stripped}), {stripped})"
 
 
 def seconds_between(start: str, end: str) -> str:
     return f"CAST((unix_millis({end}) - unix_millis({start})) / 1000.0 AS DOUBLE)"
+
+
+def full_refresh_of(update: str, dataset: str) -> str:
+    """Whether update row `update` (of update_status) fully refreshed `dataset` (a short name)."""
+    return (f"({update}.full_refresh IS TRUE AND (coalesce(size({update}.full_refresh_selection), 0) = 0 "
+            f"OR exists({update}.full_refresh_selection, s -> {short('s')} = {dataset})))")
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A streaming table's query: `source` (a placeholder such as `{event_log}`, or a dataset name)
+    read as a stream, filtered by `where`, projected by `select`."""
+
+    source: str
+    select: tuple[str, ...]
+    where: str
+
+    def sql(self) -> str:
+        columns = ",\n  ".join(self.select)
+        return f"SELECT\n  {columns}\nFROM {self.source}\nWHERE {self.where}"
 
 
 @dataclass(frozen=True)
@@ -37,11 +124,22 @@ class ObservabilityTable:
     columns: tuple[tuple[str, str, str], ...]  # (name, type, comment)
     sql: str
     partition_cols: tuple[str, ...] = ()
-    temporary: bool = False  # a pipeline-private view (no table is published)
+    kind: str = MATERIALIZED_VIEW
+    stream: StreamSpec | None = None
+    intermediate: bool = False  # published for other tables to read, not shown on the dashboard
+
+    @property
+    def temporary(self) -> bool:
+        """A pipeline-private view (no table is published)."""
+        return self.kind == TEMPORARY_VIEW
+
+    @property
+    def streaming(self) -> bool:
+        return self.kind == STREAMING_TABLE
 
     @property
     def schema_ddl(self) -> str:
-        """Column list with comments, as `dp.materialized_view(schema=...)` takes it."""
+        """Column list with comments, as `dp.materialized_view(schema=...)` and `dp.table` take it."""
         return ", ".join(
             f"`{name}` {data_type} COMMENT '{comment.replace(chr(39), chr(39) * 2)}'"
             for name, data_type, comment in self.columns
@@ -56,59 +154,179 @@ class ObservabilityTable:
 
 
 def _table(name: str, comment: str, columns: Sequence[tuple[str, str, str]], sql: str,
-           partition_cols: Sequence[str] = (), temporary: bool = False) -> ObservabilityTable:
-    return ObservabilityTable(name, comment, tuple(columns), sql.strip(), tuple(partition_cols), temporary)
+           partition_cols: Sequence[str] = (), kind: str = MATERIALIZED_VIEW,
+           intermediate: bool = False) -> ObservabilityTable:
+    return ObservabilityTable(name, comment, tuple(columns), sql.strip(), tuple(partition_cols), kind,
+                              None, intermediate)
 
 
-EVENTS = _table(
+def _streaming_table(name: str, comment: str, columns: Sequence[tuple[str, str, str, str]], source: str,
+                     where: str, partition_cols: Sequence[str] = (), intermediate: bool = False) -> ObservabilityTable:
+    """A streaming table: each column is (name, type, comment, expression over the source's row)."""
+    stream = StreamSpec(source, tuple(f"{expr} AS {n}" for n, _, _, expr in columns), " ".join(where.split()))
+    return ObservabilityTable(name, comment, tuple((n, t, c) for n, t, c, _ in columns), stream.sql(),
+                              tuple(partition_cols), STREAMING_TABLE, stream, intermediate)
+
+
+def _json(path: str) -> str:
+    return f"get_json_object(details, '$.{path}')"
+
+
+EVENTS = _streaming_table(
     "events",
-    "The ingest pipeline's event log with the JSON details parsed once; private to the pipeline.",
-    [],
+    "The ingest pipeline's event log with the JSON details parsed once per event (streaming: each event "
+    "is read once). Every event of every update, internal ones included; other tables filter.",
+    [
+        ("event_id", "STRING", "Event id", "id"),
+        ("pipeline_id", "STRING", "Pipeline id", "origin.pipeline_id"),
+        ("pipeline_name", "STRING", "Pipeline name", "origin.pipeline_name"),
+        ("update_id", "STRING", "Update (run) id; for a maintenance run without one, its maintenance id",
+         "coalesce(origin.update_id, origin.maintenance_id)"),
+        ("maintenance_id", "STRING", "Set on the events of a maintenance run (an internal run)", "origin.maintenance_id"),
+        ("flow_name_full", "STRING", "Flow name as logged (often qualified)", "origin.flow_name"),
+        ("flow_name", "STRING", "Flow name (last part of the qualified name)", short("origin.flow_name")),
+        ("dataset", "STRING", "Target dataset or sink (last part of the name)",
+         short("coalesce(origin.dataset_name, origin.sink_name)")),
+        ("batch_id", "BIGINT", "Micro-batch id (METRICS events of streaming flows)", "origin.batch_id"),
+        ("event_time", "TIMESTAMP", "Event time (UTC)", "`timestamp`"),
+        ("seq", "BIGINT", "Sequence number (tie-break for events at the same time)",
+         "coalesce(sequence.data_plane_id.seq_no, sequence.control_plane_seq_no)"),
+        ("event_type", "STRING", "Event type (create_update, update_progress, flow_progress, ...)", "event_type"),
+        ("level", "STRING", "INFO, WARN, ERROR or METRICS", "level"),
+        ("message", "STRING", "Event message", "message"),
+        ("has_error", "BOOLEAN", "Whether the event carries an error", "error IS NOT NULL"),
+        ("error_fatal", "BOOLEAN", "Whether the error was unrecoverable", "error.fatal"),
+        # try_element_at: an empty exceptions list is NULL, not an error under ANSI mode
+        ("exception_class", "STRING", "Outermost exception class", "try_element_at(error.exceptions, 1).class_name"),
+        ("exception_message", "STRING", "Outermost exception message", "try_element_at(error.exceptions, 1).message"),
+        ("root_cause_class", "STRING", "Innermost exception class", "try_element_at(error.exceptions, -1).class_name"),
+        ("root_cause_message", "STRING", "Innermost exception message", "try_element_at(error.exceptions, -1).message"),
+        ("cause", "STRING", "create_update: what started the update", _json("create_update.cause")),
+        ("full_refresh", "BOOLEAN", "create_update: full refresh of every table",
+         f"try_cast({_json('create_update.full_refresh')} AS BOOLEAN)"),
+        ("full_refresh_selection", "ARRAY<STRING>", "create_update: tables selected for a full refresh",
+         f"from_json({_json('create_update.full_refresh_selection')}, 'ARRAY<STRING>')"),
+        ("validate_only", "BOOLEAN", "create_update: a validate-only update (internal)",
+         f"try_cast({_json('create_update.validate_only')} AS BOOLEAN)"),
+        ("explore_only", "BOOLEAN", "create_update: an explore-only update (internal)",
+         f"try_cast({_json('create_update.explore_only')} AS BOOLEAN)"),
+        ("update_state", "STRING", "update_progress: the update's state", _json("update_progress.state")),
+        ("flow_status", "STRING", "flow_progress: the flow's status", _json("flow_progress.status")),
+        ("num_output_rows", "BIGINT", "flow_progress: rows written (NULL when the event does not say)",
+         f"try_cast({_json('flow_progress.metrics.num_output_rows')} AS BIGINT)"),
+        ("backlog_bytes", "BIGINT", "flow_progress: bytes waiting in the source",
+         f"try_cast({_json('flow_progress.metrics.backlog_bytes')} AS BIGINT)"),
+        ("backlog_files", "BIGINT", "flow_progress: files waiting in the source",
+         f"try_cast({_json('flow_progress.metrics.backlog_files')} AS BIGINT)"),
+        ("dropped_records", "BIGINT", "flow_progress: rows removed by drop expectations",
+         f"try_cast({_json('flow_progress.data_quality.dropped_records')} AS BIGINT)"),
+        ("expectations", EXPECTATIONS_TYPE, "flow_progress: rows passing and failing each expectation",
+         f"from_json({_json('flow_progress.data_quality.expectations')}, '{EXPECTATIONS_TYPE}')"),
+        ("measurement", "STRING", "A figure the run could not measure (lakewatch WARN event), else NULL",
+         f"CASE WHEN {_json('operation_progress.type')} = '{MEASUREMENT_OPERATION}' "
+         f"THEN coalesce({_json('operation_progress.measurement')}, 'unnamed measurement') END"),
+        ("measurement_reason", "STRING", "Why that figure was not measured",
+         f"CASE WHEN {_json('operation_progress.type')} = '{MEASUREMENT_OPERATION}' "
+         f"THEN {_json('operation_progress.reason')} END"),
+        ("event_date", "DATE", "Date (UTC) of the event", "to_date(`timestamp`)"),
+    ],
+    "{event_log}",
+    """(origin.update_id IS NOT NULL OR origin.maintenance_id IS NOT NULL)
+       AND coalesce(origin.flow_name, '') <> 'pipelines.flowTimeMetrics.missingFlowName'""",
+    partition_cols=("event_date",),
+    intermediate=True,
+)
+
+UPDATE_STATUS = _table(
+    "update_status",
+    "One row per pipeline update: cause, full refresh, start, end, duration, final state, failed and skipped "
+    "flows, first error. Internal updates (validate-only, explore-only, maintenance) are left out, as "
+    "Databricks' own monitoring does: they neither fail nor succeed an ingestion.",
+    [
+        ("pipeline_id", "STRING", "Pipeline id"),
+        ("pipeline_name", "STRING", "Pipeline name"),
+        ("update_id", "STRING", "Pipeline update (run) id"),
+        ("cause", "STRING", "What started the update (USER_ACTION, JOB_TASK, ...)"),
+        ("full_refresh", "BOOLEAN", "Whether the update fully refreshed every table, or the tables in "
+                                    "full_refresh_selection (NULL when its create_update event does not say)"),
+        ("full_refresh_selection", "ARRAY<STRING>", "Tables selected for a full refresh (empty: none, or all)"),
+        ("start_time", "TIMESTAMP", "When the update was created"),
+        ("end_time", "TIMESTAMP", "When the update reached COMPLETED, FAILED or CANCELED (NULL while running)"),
+        ("duration_seconds", "DOUBLE", "Seconds from start to end"),
+        ("final_state", "STRING", "Last state of the update"),
+        ("failed_flows", "BIGINT", "Flows whose last status in the update is FAILED"),
+        ("skipped_flows", "BIGINT", "Flows whose last status in the update is SKIPPED"),
+        ("first_error_message", "STRING", "Message of the update's first error event"),
+        ("first_error_class", "STRING", "Error class ([ERROR_CLASS]) or exception class of the first error"),
+        ("update_date", "DATE", "Date (UTC) the update started"),
+    ],
     f"""
+WITH runs AS (
+  SELECT
+    update_id,
+    max(pipeline_id) AS pipeline_id,
+    max(pipeline_name) AS pipeline_name,
+    max(cause) AS cause,
+    bool_or(full_refresh) AS full_refresh_all,
+    max_by(full_refresh_selection, struct(event_time, seq)) FILTER (WHERE event_type = 'create_update') AS selection,
+    bool_or(coalesce(validate_only, false) OR coalesce(explore_only, false) OR maintenance_id IS NOT NULL) AS internal,
+    min(event_time) AS start_time,
+    max(event_time) FILTER (WHERE event_type = 'update_progress' AND update_state IN {TERMINAL_UPDATE}) AS end_time,
+    max_by(update_state, struct(event_time, seq)) FILTER (WHERE event_type = 'update_progress') AS final_state,
+    min_by(exception_message, struct(event_time, seq)) FILTER (WHERE has_error) AS first_error_message,
+    min_by(coalesce({error_class('exception_message')}, root_cause_class),
+           struct(event_time, seq)) FILTER (WHERE has_error) AS first_error_class
+  FROM events
+  GROUP BY update_id
+),
+flow_states AS (
+  SELECT update_id, flow_name, max_by(flow_status, struct(event_time, seq)) AS final_status
+  FROM events
+  WHERE event_type = 'flow_progress' AND level <> 'METRICS' AND flow_status IS NOT NULL AND flow_name <> ''
+  GROUP BY update_id, flow_name
+),
+flow_counts AS (
+  SELECT update_id, count_if(final_status = 'FAILED') AS failed_flows, count_if(final_status = 'SKIPPED') AS skipped_flows
+  FROM flow_states GROUP BY update_id
+)
 SELECT
-  id AS event_id,
-  origin.pipeline_id AS pipeline_id,
-  origin.pipeline_name AS pipeline_name,
-  origin.update_id AS update_id,
-  origin.flow_name AS flow_name_full,
-  {SHORT_NAME.format('origin.flow_name')} AS flow_name,
-  {SHORT_NAME.format('coalesce(origin.dataset_name, origin.sink_name)')} AS dataset,
-  origin.batch_id AS batch_id,
-  `timestamp` AS event_time,
-  coalesce(sequence.data_plane_id.seq_no, sequence.control_plane_seq_no) AS seq,
-  event_type,
-  level,
-  message,
-  error,
-  -- try_element_at: an empty exceptions list is NULL, not an error under ANSI mode
-  try_element_at(error.exceptions, 1) AS first_exception,
-  try_element_at(error.exceptions, -1) AS root_exception,
-  get_json_object(details, '$.create_update.cause') AS cause,
-  CAST(get_json_object(details, '$.create_update.full_refresh') AS BOOLEAN) AS full_refresh,
-  get_json_object(details, '$.update_progress.state') AS update_state,
-  get_json_object(details, '$.flow_progress.status') AS flow_status,
-  CAST(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT) AS num_output_rows,
-  CAST(get_json_object(details, '$.flow_progress.metrics.backlog_bytes') AS BIGINT) AS backlog_bytes,
-  CAST(get_json_object(details, '$.flow_progress.metrics.backlog_files') AS BIGINT) AS backlog_files,
-  CAST(get_json_object(details, '$.flow_progress.data_quality.dropped_records') AS BIGINT) AS dropped_records,
-  from_json(get_json_object(details, '$.flow_progress.data_quality.expectations'), '{EXPECTATIONS_TYPE}') AS expectations
-FROM {{event_log}}
-WHERE origin.update_id IS NOT NULL
-  AND coalesce(origin.flow_name, '') <> 'pipelines.flowTimeMetrics.missingFlowName'
+  r.pipeline_id, r.pipeline_name, r.update_id, r.cause,
+  CASE WHEN r.full_refresh_all OR coalesce(size(r.selection), 0) > 0 THEN true
+       WHEN r.full_refresh_all IS NULL AND r.selection IS NULL THEN CAST(NULL AS BOOLEAN)
+       ELSE false END AS full_refresh,
+  coalesce(r.selection, CAST(array() AS ARRAY<STRING>)) AS full_refresh_selection,
+  r.start_time, r.end_time,
+  {seconds_between('r.start_time', 'r.end_time')} AS duration_seconds,
+  r.final_state,
+  coalesce(f.failed_flows, 0) AS failed_flows,
+  coalesce(f.skipped_flows, 0) AS skipped_flows,
+  r.first_error_message, r.first_error_class,
+  to_date(r.start_time) AS update_date
+FROM runs r LEFT JOIN flow_counts f ON r.update_id = f.update_id
+WHERE NOT r.internal
 """,
-    temporary=True,
+    partition_cols=("update_date",),
 )
 
 FLOW_THROUGHPUT = _table(
     "flow_throughput",
-    "One row per update and flow: rows written, time from RUNNING to the flow's last status, rows per second.",
+    "One row per update and flow: rows written, micro-batches, time from RUNNING to the flow's last status, "
+    "rows per second. Rows come from whichever events carry them, never twice: the METRICS events "
+    "(per micro-batch for streaming flows) when any carries a count, else the flow's terminal event "
+    "(materialized views may report there).",
     [
         ("update_id", "STRING", "Pipeline update (run) id"),
         ("pipeline_name", "STRING", "Pipeline name"),
         ("flow_name", "STRING", "Flow name (last part of the qualified name)"),
         ("dataset", "STRING", "Target dataset or sink of the flow"),
         ("final_status", "STRING", "Last status of the flow in the update (COMPLETED, FAILED, SKIPPED, ...)"),
-        ("rows_written", "BIGINT", "Rows the flow wrote in the update (NULL when no metrics were reported)"),
+        ("rows_written", "BIGINT", "Rows the flow wrote in the update; NULL when no event carried a count, or "
+                                   "when a micro-batch's count is missing (see unmeasured_batches)"),
+        ("rows_source", "STRING", "Where rows_written comes from: metrics (METRICS events) or terminal_event"),
+        ("batches", "BIGINT", "Micro-batches reported (METRICS events with a batch id)"),
+        ("unmeasured_batches", "BIGINT", "Micro-batches reported without a row count"),
+        ("batches_without_expectation_counts", "BIGINT",
+         "Micro-batches reported without expectation counts (matters for datasets with expectations)"),
         ("started_at", "TIMESTAMP", "First time the flow was RUNNING in the update"),
         ("ended_at", "TIMESTAMP", "Time of the flow's last terminal status in the update"),
         ("duration_seconds", "DOUBLE", "Seconds from RUNNING to the terminal status"),
@@ -123,83 +341,46 @@ WITH per_flow AS (
     flow_name,
     max(dataset) AS dataset,
     max_by(flow_status, struct(event_time, seq)) FILTER (WHERE level <> 'METRICS' AND flow_status IS NOT NULL) AS final_status,
-    sum(num_output_rows) FILTER (WHERE level = 'METRICS') AS rows_written,
+    sum(num_output_rows) FILTER (WHERE level = 'METRICS') AS metrics_rows,
+    count_if(level = 'METRICS' AND num_output_rows IS NOT NULL) AS metrics_with_rows,
+    max_by(num_output_rows, struct(event_time, seq)) FILTER (
+      WHERE level <> 'METRICS' AND flow_status IN {TERMINAL_FLOW} AND num_output_rows IS NOT NULL) AS terminal_rows,
+    count_if(level = 'METRICS' AND batch_id IS NOT NULL) AS batches,
+    count_if(level = 'METRICS' AND batch_id IS NOT NULL AND num_output_rows IS NULL) AS unmeasured_batches,
+    count_if(level = 'METRICS' AND batch_id IS NOT NULL AND expectations IS NULL) AS batches_without_expectation_counts,
     min(event_time) FILTER (WHERE level <> 'METRICS' AND flow_status = 'RUNNING') AS started_at,
     max(event_time) FILTER (WHERE level <> 'METRICS' AND flow_status IN {TERMINAL_FLOW}) AS ended_at,
     min(event_time) AS first_seen
   FROM events
   WHERE event_type = 'flow_progress' AND flow_name IS NOT NULL AND flow_name <> ''
+    AND update_id IN (SELECT update_id FROM update_status)
   GROUP BY update_id, flow_name
+),
+counted AS (
+  SELECT *,
+    CASE WHEN unmeasured_batches > 0 THEN CAST(NULL AS BIGINT)
+         WHEN metrics_with_rows > 0 THEN metrics_rows
+         ELSE terminal_rows END AS rows_written,
+    CASE WHEN unmeasured_batches > 0 THEN CAST(NULL AS STRING)
+         WHEN metrics_with_rows > 0 THEN 'metrics'
+         WHEN terminal_rows IS NOT NULL THEN 'terminal_event' END AS rows_source
+  FROM per_flow
 )
 SELECT
-  update_id, pipeline_name, flow_name, dataset, final_status, rows_written, started_at, ended_at,
+  update_id, pipeline_name, flow_name, dataset, final_status, rows_written, rows_source,
+  batches, unmeasured_batches, batches_without_expectation_counts, started_at, ended_at,
   {seconds_between('started_at', 'ended_at')} AS duration_seconds,
   CASE WHEN {seconds_between('started_at', 'ended_at')} > 0
        THEN rows_written / {seconds_between('started_at', 'ended_at')} END AS rows_per_second,
   to_date(coalesce(started_at, first_seen)) AS update_date
-FROM per_flow
-""",
-    partition_cols=("update_date",),
-)
-
-UPDATE_STATUS = _table(
-    "update_status",
-    "One row per pipeline update: cause, full refresh, start, end, duration, final state, failed and skipped flows, first error.",
-    [
-        ("pipeline_id", "STRING", "Pipeline id"),
-        ("pipeline_name", "STRING", "Pipeline name"),
-        ("update_id", "STRING", "Pipeline update (run) id"),
-        ("cause", "STRING", "What started the update (USER_ACTION, JOB_TASK, ...)"),
-        ("full_refresh", "BOOLEAN", "Whether the update was a full refresh"),
-        ("start_time", "TIMESTAMP", "When the update was created"),
-        ("end_time", "TIMESTAMP", "When the update reached COMPLETED, FAILED or CANCELED (NULL while running)"),
-        ("duration_seconds", "DOUBLE", "Seconds from start to end"),
-        ("final_state", "STRING", "Last state of the update"),
-        ("failed_flows", "BIGINT", "Flows whose last status in the update is FAILED"),
-        ("skipped_flows", "BIGINT", "Flows whose last status in the update is SKIPPED"),
-        ("first_error_message", "STRING", "Message of the update's first error event"),
-        ("first_error_class", "STRING", "Error class ([ERROR_CLASS]) or exception class of the first error"),
-        ("update_date", "DATE", "Date (UTC) the update started"),
-    ],
-    f"""
-WITH updates AS (
-  SELECT
-    max(pipeline_id) AS pipeline_id,
-    max(pipeline_name) AS pipeline_name,
-    update_id,
-    max(cause) AS cause,
-    coalesce(max(full_refresh), false) AS full_refresh,
-    min(event_time) AS start_time,
-    max(event_time) FILTER (WHERE event_type = 'update_progress' AND update_state IN {TERMINAL_UPDATE}) AS end_time,
-    max_by(update_state, struct(event_time, seq)) FILTER (WHERE event_type = 'update_progress') AS final_state,
-    min_by(first_exception.message, struct(event_time, seq)) FILTER (WHERE error IS NOT NULL) AS first_error_message,
-    min_by(coalesce({ERROR_CLASS.format('first_exception.message')}, root_exception.class_name),
-           struct(event_time, seq)) FILTER (WHERE error IS NOT NULL) AS first_error_class
-  FROM events
-  GROUP BY update_id
-),
-flows AS (
-  SELECT update_id,
-         count_if(final_status = 'FAILED') AS failed_flows,
-         count_if(final_status = 'SKIPPED') AS skipped_flows
-  FROM flow_throughput GROUP BY update_id
-)
-SELECT
-  u.pipeline_id, u.pipeline_name, u.update_id, u.cause, u.full_refresh, u.start_time, u.end_time,
-  {seconds_between('u.start_time', 'u.end_time')} AS duration_seconds,
-  u.final_state,
-  coalesce(f.failed_flows, 0) AS failed_flows,
-  coalesce(f.skipped_flows, 0) AS skipped_flows,
-  u.first_error_message, u.first_error_class,
-  to_date(u.start_time) AS update_date
-FROM updates u LEFT JOIN flows f ON u.update_id = f.update_id
+FROM counted
 """,
     partition_cols=("update_date",),
 )
 
 UPDATE_STATUS_DAILY = _table(
     "update_status_daily",
-    "Per pipeline and day: updates, failures, success rate, average and 95th percentile duration.",
+    "Per pipeline and day: updates, failures, success rate, average and 95th percentile duration (internal updates excluded).",
     [
         ("update_date", "DATE", "Day (UTC) the updates started"),
         ("pipeline_name", "STRING", "Pipeline name"),
@@ -233,7 +414,8 @@ FLOW_THROUGHPUT_DAILY = _table(
         ("update_date", "DATE", "Day (UTC)"),
         ("flow_name", "STRING", "Flow name"),
         ("updates", "BIGINT", "Updates in which the flow ran"),
-        ("rows_written", "BIGINT", "Rows written that day"),
+        ("rows_written", "BIGINT", "Rows written that day (NULL when a micro-batch's count is missing, or none was reported)"),
+        ("unmeasured_batches", "BIGINT", "Micro-batches of the day without a row count"),
         ("total_duration_seconds", "DOUBLE", "Seconds the flow ran that day"),
         ("avg_duration_seconds", "DOUBLE", "Average seconds per update"),
         ("rows_per_second", "DOUBLE", "rows_written / total_duration_seconds"),
@@ -242,10 +424,12 @@ FLOW_THROUGHPUT_DAILY = _table(
 SELECT
   update_date, flow_name,
   count(*) AS updates,
-  coalesce(sum(rows_written), 0) AS rows_written,
+  CASE WHEN sum(unmeasured_batches) > 0 THEN CAST(NULL AS BIGINT) ELSE sum(rows_written) END AS rows_written,
+  sum(unmeasured_batches) AS unmeasured_batches,
   sum(duration_seconds) AS total_duration_seconds,
   avg(duration_seconds) AS avg_duration_seconds,
-  CASE WHEN sum(duration_seconds) > 0 THEN coalesce(sum(rows_written), 0) / sum(duration_seconds) END AS rows_per_second
+  CASE WHEN sum(duration_seconds) > 0 AND sum(unmeasured_batches) = 0
+       THEN sum(rows_written) / sum(duration_seconds) END AS rows_per_second
 FROM flow_throughput
 WHERE started_at IS NOT NULL
 GROUP BY update_date, flow_name
@@ -255,13 +439,14 @@ GROUP BY update_date, flow_name
 
 FLOW_BOTTLENECKS = _table(
     "flow_bottlenecks",
-    "The slowest flows over the last 7 days: average and longest duration, average rows, rank by average duration.",
+    "The slowest flows over the 7 days up to the latest flow run (bounded by the data, not the clock): "
+    "average and longest duration, average rows, rank by average duration.",
     [
         ("flow_name", "STRING", "Flow name"),
-        ("updates", "BIGINT", "Updates in the last 7 days in which the flow ran"),
+        ("updates", "BIGINT", "Updates in those 7 days in which the flow ran"),
         ("avg_duration_seconds", "DOUBLE", "Average seconds per update"),
         ("max_duration_seconds", "DOUBLE", "Longest run in seconds"),
-        ("avg_rows_written", "DOUBLE", "Average rows written per update"),
+        ("avg_rows_written", "DOUBLE", "Average rows written per update that reported them"),
         ("duration_rank", "INT", "1 = the slowest flow on average"),
     ],
     """
@@ -270,74 +455,169 @@ SELECT
   count(*) AS updates,
   avg(duration_seconds) AS avg_duration_seconds,
   max(duration_seconds) AS max_duration_seconds,
-  avg(coalesce(rows_written, 0)) AS avg_rows_written,
+  avg(rows_written) AS avg_rows_written,
   CAST(rank() OVER (ORDER BY avg(duration_seconds) DESC) AS INT) AS duration_rank
 FROM flow_throughput
-WHERE started_at >= current_timestamp() - INTERVAL 7 DAYS AND duration_seconds IS NOT NULL
+WHERE started_at >= (SELECT max(started_at) FROM flow_throughput) - INTERVAL 7 DAYS AND duration_seconds IS NOT NULL
 GROUP BY flow_name
 """,
 )
 
+LANDING_FILES = _table(
+    "landing_files",
+    "One row per landing file: the engine's file state (cloud_files_state() on Databricks, the local "
+    "runner's file state locally) joined by path with what bronze holds from the file.",
+    [
+        ("table_name", "STRING", "Bronze table the file feeds"),
+        ("flow_name", "STRING", "Flow reading the file"),
+        ("path", "STRING", "File path as the file state gives it"),
+        ("path_key", "STRING", "The path without scheme, URL-decoded (joins file state, bronze and sink)"),
+        ("size_bytes", "BIGINT", "File size (NULL when the file state does not know it)"),
+        ("create_time", "TIMESTAMP", "File modification time when the stream took it"),
+        ("discovery_time", "TIMESTAMP", "When the stream planned the file into a batch"),
+        ("commit_time", "TIMESTAMP", "Commit of the file in the live checkpoint (a full refresh commits it again)"),
+        ("first_commit_time", "TIMESTAMP", "The file's earliest commit over every checkpoint the flow had "
+                                           "(on Databricks: commit_time, see file_latency)"),
+        ("state", "STRING", "committed, discovered, pending, or not_in_file_state (only bronze knows it)"),
+        ("lines", "BIGINT", "Lines with content in the file, counted without Spark's JSON reader (NULL: not counted)"),
+        ("committed_size", "BIGINT", "Size of the file as the stream took it"),
+        ("committed_modification_time", "TIMESTAMP", "Modification time of the file as the stream took it"),
+        ("modified_after_ingest", "BOOLEAN", "Size or modification time changed after the stream took the file "
+                                             "(NULL where not known, e.g. on Databricks)"),
+        ("bronze_rows", "BIGINT", "Bronze rows from the file (corrupt lines included)"),
+        ("corrupt_rows", "BIGINT", "Bronze rows from the file with _corrupt_record"),
+        ("rescued_rows", "BIGINT", "Bronze rows from the file with _rescued_data"),
+        ("first_ingested_at", "TIMESTAMP", "Earliest _ingested_at of the file's bronze rows"),
+        ("landed", "BOOLEAN", "Committed by the stream, or rows from it are in bronze"),
+        ("create_date", "DATE", "Date (UTC) of create_time"),
+    ],
+    f"""
+WITH state AS (
+  SELECT {short('table_name')} AS table_name, flow_name, path, {path_key('path')} AS path_key,
+         CAST(size AS BIGINT) AS size_bytes, create_time, discovery_time, commit_time, first_commit_time,
+         state, CAST(lines AS BIGINT) AS lines, CAST(committed_size AS BIGINT) AS committed_size,
+         committed_modification_time, modified_after_ingest
+  FROM {{file_state}}
+),
+bronze AS (
+  SELECT {path_key('_source_file')} AS path_key,
+         max(bronze_table) AS bronze_table,
+         max(_source_file) AS source_file,
+         count(*) AS bronze_rows,
+         count_if(_is_corrupt) AS corrupt_rows,
+         count_if(_rescued_data IS NOT NULL) AS rescued_rows,
+         min(_ingested_at) AS first_ingested_at,
+         max(_source_file_modification_time) AS source_modification_time
+  FROM {{bronze_union}}
+  GROUP BY {path_key('_source_file')}
+)
+SELECT
+  coalesce(s.table_name, b.bronze_table) AS table_name,
+  s.flow_name,
+  coalesce(s.path, b.source_file) AS path,
+  coalesce(s.path_key, b.path_key) AS path_key,
+  s.size_bytes, s.create_time, s.discovery_time, s.commit_time, s.first_commit_time,
+  coalesce(s.state, 'not_in_file_state') AS state,
+  s.lines, s.committed_size, s.committed_modification_time, s.modified_after_ingest,
+  -- no row from the file in bronze is a measured zero (bronze is read whole)
+  coalesce(b.bronze_rows, 0) AS bronze_rows,
+  coalesce(b.corrupt_rows, 0) AS corrupt_rows,
+  coalesce(b.rescued_rows, 0) AS rescued_rows,
+  b.first_ingested_at,
+  (coalesce(s.state, '') = 'committed' OR coalesce(b.bronze_rows, 0) > 0) AS landed,
+  to_date(coalesce(s.create_time, b.source_modification_time)) AS create_date
+FROM state s FULL OUTER JOIN bronze b ON s.path_key = b.path_key
+""",
+    partition_cols=("create_date",),
+    intermediate=True,
+)
+
+_FULL_REFRESH_WINDOWS = f"""
+  SELECT f.path_key, min(u.update_id) AS update_id
+  FROM landing_files f
+  JOIN update_status u
+    ON f.commit_time >= u.start_time AND (u.end_time IS NULL OR f.commit_time <= u.end_time)
+   AND {full_refresh_of('u', 'f.table_name')}
+  WHERE f.first_commit_time = f.commit_time
+  GROUP BY f.path_key"""
+
 FILE_LATENCY = _table(
     "file_latency",
-    "One row per landing file: when it was created and committed, and the ingestion latency in between.",
+    "One row per landing file: when it was created and first committed, and the ingestion latency in between. "
+    "A full refresh commits every file again: latency is measured from the file's first commit, and where "
+    "the file state cannot tell (Databricks keeps only the live checkpoint, so first_commit_time = "
+    "commit_time), a file whose only known commit is in a full-refresh update of its table has no latency "
+    "(status recommitted_by_full_refresh) instead of a new one.",
     [
         ("table_name", "STRING", "Bronze table the file feeds"),
         ("path", "STRING", "File path"),
         ("size_bytes", "BIGINT", "File size"),
-        ("create_time", "TIMESTAMP", "File creation (modification) time"),
+        ("create_time", "TIMESTAMP", "File modification time when the stream took it"),
         ("discovery_time", "TIMESTAMP", "When the stream planned the file into a batch"),
-        ("commit_time", "TIMESTAMP", "When the batch holding the file committed (NULL while pending)"),
-        ("latency_seconds", "DOUBLE", "commit_time - create_time"),
-        ("state", "STRING", "committed, discovered (in a batch not committed yet) or pending"),
+        ("commit_time", "TIMESTAMP", "Commit in the live checkpoint (NULL while pending or when not known)"),
+        ("first_commit_time", "TIMESTAMP", "The file's earliest commit over every checkpoint"),
+        ("latency_seconds", "DOUBLE", "first_commit_time - create_time (NULL unless latency_status is measured)"),
+        ("latency_status", "STRING", "measured, pending (not committed yet), no_commit_time (landed, but the file "
+                                     "state has no commit time: cloud_files_state below DBR 18.2 without "
+                                     "cleanSource), recommitted_by_full_refresh"),
+        ("full_refresh_update_id", "STRING", "The full-refresh update that committed the file again (recommitted files)"),
+        ("state", "STRING", "committed, discovered, pending or not_in_file_state"),
+        ("first_ingested_at", "TIMESTAMP", "Earliest _ingested_at of the file's bronze rows"),
         ("create_date", "DATE", "Date (UTC) of create_time"),
     ],
     f"""
+WITH recommitted AS ({_FULL_REFRESH_WINDOWS}
+),
+classified AS (
+  SELECT f.*, r.update_id AS full_refresh_update_id,
+    CASE WHEN r.update_id IS NOT NULL THEN 'recommitted_by_full_refresh'
+         WHEN f.first_commit_time IS NOT NULL THEN 'measured'
+         WHEN f.landed THEN 'no_commit_time'
+         ELSE 'pending' END AS latency_status
+  FROM landing_files f LEFT JOIN recommitted r ON f.path_key = r.path_key
+)
 SELECT
-  {SHORT_NAME.format('table_name')} AS table_name,
-  path,
-  CAST(size AS BIGINT) AS size_bytes,
-  create_time, discovery_time, commit_time,
-  {seconds_between('create_time', 'commit_time')} AS latency_seconds,
-  state,
-  to_date(create_time) AS create_date
-FROM {{file_state}}
+  table_name, path, size_bytes, create_time, discovery_time, commit_time, first_commit_time,
+  CASE WHEN latency_status = 'measured' THEN {seconds_between('create_time', 'first_commit_time')} END AS latency_seconds,
+  latency_status, full_refresh_update_id, state, first_ingested_at, create_date
+FROM classified
 """,
     partition_cols=("create_date",),
 )
 
 INGESTION_LATENCY_HOURLY = _table(
     "ingestion_latency_hourly",
-    "Per table and hour of commit: files committed and their create-to-commit latency (p50, p95, max).",
+    "Per table and hour of first commit: files first committed and their create-to-commit latency (p50, p95, max). "
+    "Files committed again by a full refresh are not new files.",
     [
-        ("commit_hour", "TIMESTAMP", "Hour (UTC) the files were committed"),
+        ("commit_hour", "TIMESTAMP", "Hour (UTC) the files were first committed"),
         ("table_name", "STRING", "Bronze table"),
-        ("files", "BIGINT", "Files committed in the hour"),
+        ("files", "BIGINT", "Files first committed in the hour"),
         ("p50_latency_seconds", "DOUBLE", "Median create-to-commit latency"),
         ("p95_latency_seconds", "DOUBLE", "95th percentile latency"),
         ("max_latency_seconds", "DOUBLE", "Largest latency"),
     ],
     """
 SELECT
-  date_trunc('HOUR', commit_time) AS commit_hour,
+  date_trunc('HOUR', first_commit_time) AS commit_hour,
   table_name,
   count(*) AS files,
   CAST(percentile(latency_seconds, 0.5) AS DOUBLE) AS p50_latency_seconds,
   CAST(percentile(latency_seconds, 0.95) AS DOUBLE) AS p95_latency_seconds,
   max(latency_seconds) AS max_latency_seconds
 FROM file_latency
-WHERE commit_time IS NOT NULL
-GROUP BY date_trunc('HOUR', commit_time), table_name
+WHERE latency_status = 'measured'
+GROUP BY date_trunc('HOUR', first_commit_time), table_name
 """,
 )
 
 INGESTION_LATENCY_BY_UPDATE = _table(
     "ingestion_latency_by_update",
-    "Per ingest update and table: files committed during the update and their create-to-commit latency.",
+    "Per ingest update and table: files first committed during the update and their create-to-commit latency.",
     [
         ("update_id", "STRING", "Pipeline update (run) id"),
         ("table_name", "STRING", "Bronze table"),
-        ("files", "BIGINT", "Files committed during the update"),
+        ("files", "BIGINT", "Files first committed during the update"),
         ("p50_latency_seconds", "DOUBLE", "Median create-to-commit latency"),
         ("p95_latency_seconds", "DOUBLE", "95th percentile latency"),
         ("max_latency_seconds", "DOUBLE", "Largest latency"),
@@ -353,12 +633,13 @@ SELECT
   max(u.update_date) AS update_date
 FROM file_latency f
 JOIN (
-  -- an update that never ended is bounded by the next update's start
+  -- an update that never ended is bounded by the next update's start (the last one: open)
   SELECT update_id, update_date, start_time,
-         coalesce(end_time, lead(start_time) OVER (PARTITION BY pipeline_id ORDER BY start_time), current_timestamp()) AS window_end
+         coalesce(end_time, lead(start_time) OVER (PARTITION BY pipeline_id ORDER BY start_time)) AS window_end
   FROM update_status
 ) u
-  ON f.commit_time >= u.start_time AND f.commit_time <= u.window_end
+  ON f.first_commit_time >= u.start_time AND (u.window_end IS NULL OR f.first_commit_time <= u.window_end)
+WHERE f.latency_status = 'measured'
 GROUP BY u.update_id, f.table_name
 """,
     partition_cols=("update_date",),
@@ -366,33 +647,58 @@ GROUP BY u.update_id, f.table_name
 
 BACKLOG = _table(
     "backlog",
-    "Per update and flow: the backlog (files and bytes not yet ingested) reported by the update's last metrics event.",
+    "Per update and flow reading files: the backlog (files and bytes not yet ingested) of the update's last "
+    "measurement. When a measurement failed after it (a WARN event), the backlog is NULL and reason says why.",
     [
         ("update_id", "STRING", "Pipeline update (run) id"),
         ("flow_name", "STRING", "Flow reading the landing files"),
-        ("measured_at", "TIMESTAMP", "Time of the metrics event"),
-        ("backlog_files", "BIGINT", "Files waiting"),
-        ("backlog_bytes", "BIGINT", "Bytes waiting"),
+        ("measured_at", "TIMESTAMP", "Time of the last backlog figure or failed measurement"),
+        ("backlog_files", "BIGINT", "Files waiting (NULL: not measured at the end of the update)"),
+        ("backlog_bytes", "BIGINT", "Bytes waiting (NULL: not measured at the end of the update)"),
+        ("reason", "STRING", "Why the backlog is NULL (NULL when measured)"),
         ("update_date", "DATE", "Date (UTC) of the measurement"),
     ],
     """
+WITH figures AS (
+  SELECT update_id, flow_name,
+         max(event_time) AS figure_at,
+         max_by(backlog_files, struct(event_time, seq)) AS backlog_files,
+         max_by(backlog_bytes, struct(event_time, seq)) AS backlog_bytes
+  FROM events
+  WHERE event_type = 'flow_progress' AND level = 'METRICS' AND (backlog_files IS NOT NULL OR backlog_bytes IS NOT NULL)
+    AND update_id IN (SELECT update_id FROM update_status)
+  GROUP BY update_id, flow_name
+),
+failures AS (
+  SELECT update_id, flow_name, max(event_time) AS failed_at,
+         max_by(measurement_reason, struct(event_time, seq)) AS reason
+  FROM events
+  WHERE measurement = 'backlog' AND update_id IN (SELECT update_id FROM update_status)
+  GROUP BY update_id, flow_name
+),
+joined AS (
+  SELECT coalesce(f.update_id, w.update_id) AS update_id, coalesce(f.flow_name, w.flow_name) AS flow_name,
+         f.figure_at, f.backlog_files, f.backlog_bytes, w.failed_at, w.reason,
+         (w.failed_at IS NOT NULL AND (f.figure_at IS NULL OR w.failed_at >= f.figure_at)) AS failed_last
+  FROM figures f FULL OUTER JOIN failures w ON f.update_id = w.update_id AND f.flow_name <=> w.flow_name
+)
 SELECT
   update_id, flow_name,
-  max(event_time) AS measured_at,
-  max_by(backlog_files, struct(event_time, seq)) AS backlog_files,
-  max_by(backlog_bytes, struct(event_time, seq)) AS backlog_bytes,
-  to_date(max(event_time)) AS update_date
-FROM events
-WHERE event_type = 'flow_progress' AND level = 'METRICS' AND (backlog_files IS NOT NULL OR backlog_bytes IS NOT NULL)
-GROUP BY update_id, flow_name
+  CASE WHEN failed_last THEN failed_at ELSE figure_at END AS measured_at,
+  CASE WHEN failed_last THEN CAST(NULL AS BIGINT) ELSE backlog_files END AS backlog_files,
+  CASE WHEN failed_last THEN CAST(NULL AS BIGINT) ELSE backlog_bytes END AS backlog_bytes,
+  CASE WHEN failed_last THEN coalesce(reason, 'backlog measurement failed') END AS reason,
+  to_date(CASE WHEN failed_last THEN failed_at ELSE figure_at END) AS update_date
+FROM joined
 """,
     partition_cols=("update_date",),
 )
 
 EXPECTATIONS = _table(
     "expectation_results",
-    "Per update, dataset and expectation: rows that passed and failed, and the pass rate. Streaming "
-    "tables count the rows of the update; materialized views count the whole view at each refresh.",
+    "Per update, dataset and expectation: rows that passed and failed, and the pass rate. Every dataset of "
+    "the ingest pipeline is a streaming table, so each row is counted once, in the update that brought it, "
+    "except when the dataset is fully refreshed (full_refresh): then every row is counted again.",
     [
         ("update_id", "STRING", "Pipeline update (run) id"),
         ("dataset", "STRING", "Dataset the expectation is declared on"),
@@ -400,32 +706,51 @@ EXPECTATIONS = _table(
         ("passed_records", "BIGINT", "Rows that met the condition"),
         ("failed_records", "BIGINT", "Rows that did not (whatever the action)"),
         ("pass_rate", "DOUBLE", "passed / (passed + failed), 0..1"),
+        ("full_refresh", "BOOLEAN", "The dataset was fully refreshed in this update: its counts cover history again"),
+        ("batches_without_counts", "BIGINT", "Micro-batches of the dataset's flow in the update that reported no "
+                                             "expectation counts (then the counts cover only the others); NULL "
+                                             "when no flow of the update writes the dataset"),
         ("measured_at", "TIMESTAMP", "Last metrics event of the update for the dataset"),
         ("update_date", "DATE", "Date (UTC) of measured_at"),
     ],
     f"""
 WITH results AS (
-  SELECT update_id, event_time, e.name AS expectation, {SHORT_NAME.format('e.dataset')} AS dataset,
+  SELECT update_id, event_time, e.name AS expectation, {short('e.dataset')} AS dataset,
          e.passed_records, e.failed_records
   FROM (SELECT update_id, event_time, explode(expectations) AS e FROM events
-        WHERE event_type = 'flow_progress' AND expectations IS NOT NULL)
+        WHERE event_type = 'flow_progress' AND expectations IS NOT NULL
+          AND update_id IN (SELECT update_id FROM update_status))
+),
+per_expectation AS (
+  SELECT update_id, dataset, expectation,
+         sum(passed_records) AS passed_records, sum(failed_records) AS failed_records,
+         max(event_time) AS measured_at
+  FROM results
+  GROUP BY update_id, dataset, expectation
+),
+uncounted AS (
+  SELECT update_id, dataset, sum(batches_without_expectation_counts) AS batches_without_counts
+  FROM flow_throughput GROUP BY update_id, dataset
 )
 SELECT
-  update_id, dataset, expectation,
-  sum(passed_records) AS passed_records,
-  sum(failed_records) AS failed_records,
-  CAST(sum(passed_records) AS DOUBLE) / nullif(sum(passed_records) + sum(failed_records), 0) AS pass_rate,
-  max(event_time) AS measured_at,
-  to_date(max(event_time)) AS update_date
-FROM results
-GROUP BY update_id, dataset, expectation
+  r.update_id, r.dataset, r.expectation, r.passed_records, r.failed_records,
+  CAST(r.passed_records AS DOUBLE) / nullif(r.passed_records + r.failed_records, 0) AS pass_rate,
+  {full_refresh_of('u', 'r.dataset')} AS full_refresh,
+  c.batches_without_counts,
+  r.measured_at,
+  to_date(r.measured_at) AS update_date
+FROM per_expectation r
+JOIN update_status u ON u.update_id = r.update_id
+LEFT JOIN uncounted c ON c.update_id = r.update_id AND c.dataset = r.dataset
 """,
     partition_cols=("update_date",),
 )
 
 EXPECTATIONS_DAILY = _table(
     "expectation_results_daily",
-    "Per day, dataset and expectation: rows passed and failed, pass rate.",
+    "Per day, dataset and expectation: rows passed and failed, pass rate. Counts of a dataset's full refresh "
+    "are left out (they count rows of earlier days again; rows that arrived with the full refresh itself are "
+    "therefore not in these figures).",
     [
         ("update_date", "DATE", "Day (UTC)"),
         ("dataset", "STRING", "Dataset"),
@@ -439,6 +764,7 @@ SELECT update_date, dataset, expectation,
        sum(passed_records) AS passed_records, sum(failed_records) AS failed_records,
        CAST(sum(passed_records) AS DOUBLE) / nullif(sum(passed_records) + sum(failed_records), 0) AS pass_rate
 FROM expectation_results
+WHERE full_refresh IS NOT TRUE
 GROUP BY update_date, dataset, expectation
 """,
     partition_cols=("update_date",),
@@ -446,7 +772,8 @@ GROUP BY update_date, dataset, expectation
 
 EXPECTATIONS_WEEKLY = _table(
     "expectation_results_weekly",
-    "Per week (starting Monday), dataset and expectation: pass rate, the previous week's rate and the change.",
+    "Per week (starting Monday), dataset and expectation: pass rate, the previous week's rate and the change "
+    "(full-refresh recounts left out, as in the daily table).",
     [
         ("week_start", "DATE", "Monday of the week (UTC)"),
         ("dataset", "STRING", "Dataset"),
@@ -463,6 +790,7 @@ WITH weekly AS (
          sum(passed_records) AS passed_records, sum(failed_records) AS failed_records,
          CAST(sum(passed_records) AS DOUBLE) / nullif(sum(passed_records) + sum(failed_records), 0) AS pass_rate
   FROM expectation_results
+  WHERE full_refresh IS NOT TRUE
   GROUP BY CAST(date_trunc('WEEK', update_date) AS DATE), dataset, expectation
 )
 SELECT w.week_start, w.dataset, w.expectation, w.passed_records, w.failed_records, w.pass_rate,
@@ -487,47 +815,41 @@ DROPPED_RECORDS = _table(
 SELECT update_id, dataset, sum(dropped_records) AS dropped_records, to_date(max(event_time)) AS update_date
 FROM events
 WHERE event_type = 'flow_progress' AND dropped_records IS NOT NULL
+  AND update_id IN (SELECT update_id FROM update_status)
 GROUP BY update_id, dataset
 """,
     partition_cols=("update_date",),
 )
 
-ERRORS = _table(
+ERRORS = _streaming_table(
     "errors",
-    "One row per error event: update, flow, exception classes, error class, message, time.",
+    "One row per error event (streaming: each is read once): update, flow, exception classes, error class, "
+    "message, time. Errors of internal updates are kept here; error_classes and the health metrics count "
+    "only updates in update_status.",
     [
-        ("event_id", "STRING", "Event id"),
-        ("update_id", "STRING", "Pipeline update (run) id"),
-        ("flow_name", "STRING", "Failed flow (NULL for the update's own error)"),
-        ("event_type", "STRING", "flow_progress or update_progress"),
-        ("event_time", "TIMESTAMP", "When the error was logged"),
-        ("exception_class", "STRING", "Outermost exception class"),
-        ("root_cause_class", "STRING", "Innermost exception class (the root cause)"),
-        ("error_class", "STRING", "Error class parsed from the message ([ERROR_CLASS]), if any"),
-        ("message", "STRING", "Error message"),
-        ("root_cause_message", "STRING", "Message of the root cause"),
-        ("fatal", "BOOLEAN", "Whether the error was unrecoverable (no more retries)"),
-        ("error_date", "DATE", "Date (UTC)"),
+        ("event_id", "STRING", "Event id", "event_id"),
+        ("update_id", "STRING", "Pipeline update (run) id", "update_id"),
+        ("flow_name", "STRING", "Failed flow (NULL for the update's own error)", "nullif(flow_name, '')"),
+        ("event_type", "STRING", "flow_progress or update_progress", "event_type"),
+        ("event_time", "TIMESTAMP", "When the error was logged", "event_time"),
+        ("exception_class", "STRING", "Outermost exception class", "exception_class"),
+        ("root_cause_class", "STRING", "Innermost exception class (the root cause)", "root_cause_class"),
+        ("error_class", "STRING", "Error class parsed from the message ([ERROR_CLASS]), if any",
+         error_class("exception_message")),
+        ("message", "STRING", "Error message", "coalesce(exception_message, message)"),
+        ("root_cause_message", "STRING", "Message of the root cause", "root_cause_message"),
+        ("fatal", "BOOLEAN", "Whether the error was unrecoverable (no more retries)", "error_fatal"),
+        ("error_date", "DATE", "Date (UTC)", "to_date(event_time)"),
     ],
-    f"""
-SELECT
-  event_id, update_id, nullif(flow_name, '') AS flow_name, event_type, event_time,
-  first_exception.class_name AS exception_class,
-  root_exception.class_name AS root_cause_class,
-  {ERROR_CLASS.format('first_exception.message')} AS error_class,
-  coalesce(first_exception.message, message) AS message,
-  root_exception.message AS root_cause_message,
-  error.fatal AS fatal,
-  to_date(event_time) AS error_date
-FROM events
-WHERE error IS NOT NULL OR level = 'ERROR'
-""",
+    "events",
+    "has_error OR level = 'ERROR'",
     partition_cols=("error_date",),
 )
 
 ERROR_CLASSES = _table(
     "error_classes",
-    "Per error class (or root-cause exception class when the message has none): occurrences, first and last seen.",
+    "Per error class (or root-cause exception class when the message has none): occurrences, first and last "
+    "seen (internal updates excluded).",
     [
         ("error_class", "STRING", "Error class, or the root cause's exception class"),
         ("occurrences", "BIGINT", "Error events"),
@@ -545,16 +867,18 @@ SELECT
   max(event_time) AS last_seen,
   max_by(message, event_time) AS last_message
 FROM errors
+WHERE update_id IN (SELECT update_id FROM update_status)
 GROUP BY coalesce(error_class, root_cause_class, exception_class)
 """,
 )
 
 SCHEMA_DRIFT = _table(
     "schema_drift",
-    "Per table and day: rows with rescued data, the rescued field names, and the files they came from.",
+    "Per table and day the data arrived (the source file's modification time, so a full refresh that reads "
+    "old files again changes no day): rows with rescued data, the rescued field names, the files.",
     [
         ("table_name", "STRING", "Table (as configured)"),
-        ("ingest_date", "DATE", "Date (UTC) the rows were ingested"),
+        ("arrival_date", "DATE", "Date (UTC) of the source file's modification time"),
         ("rows_with_rescued_data", "BIGINT", "Rows with _rescued_data set"),
         ("rescued_fields", "ARRAY<STRING>", "Field names found in _rescued_data"),
         ("files", "ARRAY<STRING>", "Source files of those rows"),
@@ -562,7 +886,7 @@ SCHEMA_DRIFT = _table(
     """
 SELECT
   table_name,
-  to_date(_ingested_at) AS ingest_date,
+  to_date(_source_file_modification_time) AS arrival_date,
   count(*) AS rows_with_rescued_data,
   array_sort(array_distinct(filter(
     flatten(collect_list(map_keys(from_json(_rescued_data, 'MAP<STRING,STRING>')))),
@@ -570,95 +894,339 @@ SELECT
   array_sort(collect_set(_source_file)) AS files
 FROM {bronze_union}
 WHERE _rescued_data IS NOT NULL
-GROUP BY table_name, to_date(_ingested_at)
+GROUP BY table_name, to_date(_source_file_modification_time)
 """,
-    partition_cols=("ingest_date",),
+    partition_cols=("arrival_date",),
+)
+
+QUARANTINE_DELIVERIES = _table(
+    "quarantine_deliveries",
+    "Sink rows numbered per (table, file, line hash) by ingestion: delivery 1 is the first time the line was "
+    "quarantined, a higher one a re-delivery (a full refresh reads the file again; the sink is not cleared).",
+    [],
+    f"""
+SELECT
+  source_table, _source_file, {path_key('_source_file')} AS path_key, _record_hash,
+  _source_file_modification_time, _ingested_at, _quarantined_at,
+  dense_rank() OVER (PARTITION BY source_table, _source_file, _record_hash ORDER BY _ingested_at) AS delivery
+FROM {{sink}}
+""",
+    kind=TEMPORARY_VIEW,
 )
 
 QUARANTINE_DAILY = _table(
     "quarantine_daily",
-    "Per table and day: rows quarantined in corrupt_records_sink, files, and re-deliveries of the same line.",
+    "Per table and day: lines quarantined for the first time, counted on the day their file arrived (its "
+    "modification time), and re-deliveries of lines already quarantined, counted on the day they were "
+    "quarantined again. A full refresh adds re-deliveries only.",
     [
         ("table_name", "STRING", "Table the rows came from"),
-        ("quarantine_date", "DATE", "Date (UTC) the rows were quarantined"),
-        ("quarantined_rows", "BIGINT", "Rows written to the sink"),
-        ("files", "BIGINT", "Distinct source files"),
-        ("redelivered_rows", "BIGINT", "Rows whose (file, content hash) an earlier ingestion already quarantined (e.g. before a full refresh)"),
+        ("day", "DATE", "Day (UTC): the file's arrival for first deliveries, the re-quarantine for re-deliveries"),
+        ("quarantined_rows", "BIGINT", "Lines quarantined for the first time, from files that arrived that day"),
+        ("files", "BIGINT", "Distinct source files of those lines"),
+        ("redelivered_rows", "BIGINT", "Lines quarantined again that day (same table, file and content hash as an "
+                                       "earlier ingestion)"),
     ],
     """
-WITH numbered AS (
-  SELECT source_table, _quarantined_at, _source_file,
-         dense_rank() OVER (PARTITION BY source_table, _source_file, _record_hash ORDER BY _ingested_at) AS delivery
-  FROM {sink}
+WITH attributed AS (
+  SELECT source_table, to_date(_source_file_modification_time) AS day, 1 AS first_delivery, 0 AS redelivery,
+         _source_file AS first_file
+  FROM quarantine_deliveries WHERE delivery = 1
+  UNION ALL
+  SELECT source_table, to_date(_quarantined_at) AS day, 0, 1, CAST(NULL AS STRING)
+  FROM quarantine_deliveries WHERE delivery > 1
 )
-SELECT source_table AS table_name, to_date(_quarantined_at) AS quarantine_date,
-       count(*) AS quarantined_rows,
-       count(DISTINCT _source_file) AS files,
-       count_if(delivery > 1) AS redelivered_rows
-FROM numbered
-GROUP BY source_table, to_date(_quarantined_at)
+SELECT source_table AS table_name, day,
+       CAST(sum(first_delivery) AS BIGINT) AS quarantined_rows,
+       count(DISTINCT first_file) AS files,
+       CAST(sum(redelivery) AS BIGINT) AS redelivered_rows
+FROM attributed
+GROUP BY source_table, day
 """,
-    partition_cols=("quarantine_date",),
+    partition_cols=("day",),
+)
+
+RECONCILIATION = _table(
+    "reconciliation",
+    "One row per landing file: lines with content in the file (counted by the file state, without Spark's JSON "
+    "reader) against the rows bronze holds from it. Bronze is the truth for 'landed': every line with content "
+    "becomes exactly one bronze row, a line that is not a JSON object included (it keeps its text in "
+    "_corrupt_record, and is also copied to corrupt_records_sink, so quarantined lines are a part of the bronze "
+    "rows, not an addition). difference = lines - bronze_rows; a file changed after it was ingested is flagged "
+    "(Auto Loader with cloudFiles.allowOverwrites=false does not read it again, nor does the local engine).",
+    [
+        ("table_name", "STRING", "Bronze table the file feeds"),
+        ("path", "STRING", "File path"),
+        ("state", "STRING", "File state: committed, discovered, pending or not_in_file_state"),
+        ("lines", "BIGINT", "Lines with content in the file (NULL: not counted)"),
+        ("bronze_rows", "BIGINT", "Bronze rows from the file (corrupt lines included)"),
+        ("corrupt_rows", "BIGINT", "Of those, rows with _corrupt_record"),
+        ("quarantined_rows", "BIGINT", "Lines of the file in corrupt_records_sink (first deliveries only)"),
+        ("difference", "BIGINT", "lines - bronze_rows (NULL when lines are NULL)"),
+        ("modified_after_ingest", "BOOLEAN", "Size or modification time changed after the stream took the file "
+                                             "(NULL: not known)"),
+        ("status", "STRING", "ok, missing_rows (more lines than bronze rows), extra_rows, not_counted (no line "
+                             "count), modified_after_ingest, pending (not committed yet)"),
+        ("first_commit_time", "TIMESTAMP", "The file's first commit"),
+        ("create_date", "DATE", "Date (UTC) the file was created (modified)"),
+    ],
+    """
+WITH quarantined AS (
+  SELECT path_key, count(*) AS quarantined_rows
+  FROM quarantine_deliveries WHERE delivery = 1
+  GROUP BY path_key
+)
+SELECT
+  f.table_name, f.path, f.state, f.lines, f.bronze_rows, f.corrupt_rows,
+  coalesce(q.quarantined_rows, 0) AS quarantined_rows,
+  f.lines - f.bronze_rows AS difference,
+  f.modified_after_ingest,
+  CASE WHEN NOT f.landed THEN 'pending'
+       WHEN f.modified_after_ingest THEN 'modified_after_ingest'
+       WHEN f.lines IS NULL THEN 'not_counted'
+       WHEN f.lines > f.bronze_rows THEN 'missing_rows'
+       WHEN f.lines < f.bronze_rows THEN 'extra_rows'
+       ELSE 'ok' END AS status,
+  f.first_commit_time, f.create_date
+FROM landing_files f LEFT JOIN quarantined q ON q.path_key = f.path_key
+""",
+    partition_cols=("create_date",),
+)
+
+MEASUREMENT_GAPS = _table(
+    "measurement_gaps",
+    "One row per update (internal ones excluded): what could not be measured in it and why: lakewatch's "
+    "measurement WARN events, micro-batches reported without a row count, files that landed without a commit "
+    "time (so no latency). metrics_missing = 0 means every figure of the update was measured.",
+    [
+        ("update_id", "STRING", "Pipeline update (run) id"),
+        ("start_time", "TIMESTAMP", "When the update was created"),
+        ("measurement_warnings", "BIGINT", "WARN events of figures the run could not measure"),
+        ("batches_without_rows", "BIGINT", "Micro-batch METRICS events without a row count"),
+        ("files_without_commit_time", "BIGINT", "Files whose rows first landed in the update, without a commit time"),
+        ("metrics_missing", "BIGINT", "The three counts added up"),
+        ("reasons", "ARRAY<STRING>", "What was not measured and why"),
+        ("update_date", "DATE", "Date (UTC) the update started"),
+    ],
+    """
+WITH warnings AS (
+  SELECT update_id, count(*) AS n,
+         collect_set(concat(measurement,
+                            CASE WHEN coalesce(flow_name, '') <> '' THEN concat(' (', flow_name, ')') ELSE '' END,
+                            ': ', coalesce(measurement_reason, 'no reason given'))) AS reasons
+  FROM events WHERE measurement IS NOT NULL
+  GROUP BY update_id
+),
+unreported AS (
+  SELECT update_id, count(*) AS n,
+         collect_set(concat('rows of micro-batches of ', coalesce(flow_name, 'a flow'), ' not reported')) AS reasons
+  FROM events
+  WHERE event_type = 'flow_progress' AND level = 'METRICS' AND batch_id IS NOT NULL AND num_output_rows IS NULL
+  GROUP BY update_id
+),
+uncommitted AS (
+  SELECT u.update_id, count(*) AS n
+  FROM file_latency f
+  JOIN update_status u
+    ON f.first_ingested_at >= u.start_time AND (u.end_time IS NULL OR f.first_ingested_at <= u.end_time)
+  WHERE f.latency_status = 'no_commit_time'
+  GROUP BY u.update_id
+)
+SELECT
+  u.update_id, u.start_time,
+  coalesce(w.n, 0) AS measurement_warnings,
+  coalesce(b.n, 0) AS batches_without_rows,
+  coalesce(f.n, 0) AS files_without_commit_time,
+  coalesce(w.n, 0) + coalesce(b.n, 0) + coalesce(f.n, 0) AS metrics_missing,
+  array_sort(concat(
+    coalesce(w.reasons, CAST(array() AS ARRAY<STRING>)),
+    coalesce(b.reasons, CAST(array() AS ARRAY<STRING>)),
+    CASE WHEN f.n > 0 THEN array(concat(CAST(f.n AS STRING), ' file(s) landed without a commit time (no latency): '
+                                        'cloud_files_state fills commit_time on DBR 18.2+, or with cloudFiles.cleanSource'))
+         ELSE CAST(array() AS ARRAY<STRING>) END)) AS reasons,
+  u.update_date
+FROM update_status u
+LEFT JOIN warnings w ON w.update_id = u.update_id
+LEFT JOIN unreported b ON b.update_id = u.update_id
+LEFT JOIN uncommitted f ON f.update_id = u.update_id
+""",
+    partition_cols=("update_date",),
 )
 
 
-def _metric(name: str, value_sql: str, source: str, where: str = "") -> str:
-    return (f"SELECT '{name}' AS metric_name, CAST(({value_sql}) AS DOUBLE) AS metric_value, "
-            f"current_timestamp() AS checked_at FROM {source}{(' ' + where) if where else ''}")
+# -- health metrics: one SELECT per metric, each (metric_name, metric_value, reason) ---------------
+_LAST_UPDATE = "no ingest update has finished yet"
 
 
-_LAST_UPDATE = "(SELECT * FROM update_status WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY start_time DESC LIMIT 1)"
-_LAST_UPDATE_ID = f"(SELECT update_id FROM {_LAST_UPDATE})"
+def _m(name: str, value: str, reason: str, source: str) -> str:
+    return (f"SELECT '{name}' AS metric_name, CAST(({value}) AS DOUBLE) AS metric_value, "
+            f"CAST(({reason}) AS STRING) AS reason\nFROM {source}")
+
+
+def _unknown_for(items: str) -> str:
+    """A reason listing the non-NULL `items` (an aggregate of strings)."""
+    return f"concat_ws('; ', array_sort(collect_list({items})))"
+
+
+_NOT_MEASURED = "CASE WHEN b.{col} IS NULL THEN concat(b.flow_name, ': ', coalesce(b.reason, 'no figure')) END"
+_KNOWN_BRONZE_ROWS = """CASE WHEN unmeasured_batches > 0 THEN CAST(NULL AS BIGINT)
+                 WHEN rows_written IS NOT NULL THEN rows_written
+                 WHEN batches = 0 AND final_status = 'COMPLETED' THEN CAST(0 AS BIGINT) END"""
+
+_METRICS = [
+    _m("errors_today", "count(*)", "NULL",
+       "errors WHERE error_date = current_date() AND update_id IN (SELECT update_id FROM update_status)"),
+    _m("failed_updates_today", "count_if(final_state = 'FAILED')", "NULL",
+       "update_status WHERE update_date = current_date()"),
+    _m("last_update_failed", "max(CASE WHEN final_state = 'FAILED' THEN 1 ELSE 0 END)",
+       f"CASE WHEN count(*) = 0 THEN '{_LAST_UPDATE}' END", "last_update"),
+    _m("last_update_duration_seconds", "max(duration_seconds)",
+       "CASE WHEN count(*) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet' END",
+       "last_incremental"),
+    _m("last_update_duration_vs_median",
+       "max(l.duration_seconds) / nullif(max(m.median_duration), 0)",
+       """CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet'
+               WHEN max(m.median_duration) IS NULL THEN 'no earlier completed incremental update to compare with'
+               WHEN max(m.median_duration) = 0 THEN 'the trailing median duration is 0 seconds' END""",
+       """(SELECT percentile(duration_seconds, 0.5) AS median_duration FROM (
+            SELECT duration_seconds FROM update_status
+            WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
+              AND start_time < (SELECT max(start_time) FROM last_incremental)
+            ORDER BY start_time DESC LIMIT 20)) m
+          LEFT JOIN last_incremental l ON true"""),
+    # A bronze flow that completed without running a micro-batch wrote nothing: a measured 0. A flow
+    # with a micro-batch whose count is missing, or that did not complete without a count, is unknown.
+    _m("rows_last_update",
+       "CASE WHEN count(b.flow_name) > 0 AND count_if(b.flow_name IS NOT NULL AND b.known_rows IS NULL) = 0 "
+       "THEN sum(b.known_rows) END",
+       f"""CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}'
+               WHEN count(b.flow_name) = 0 THEN 'the last update ran no bronze flow'
+               WHEN count_if(b.flow_name IS NOT NULL AND b.known_rows IS NULL) > 0 THEN concat('rows not known for: ',
+                 {_unknown_for("CASE WHEN b.known_rows IS NULL THEN concat(b.flow_name, ' (', b.why, ')') END")}) END""",
+       f"""last_update l LEFT JOIN (
+            SELECT update_id, flow_name, {_KNOWN_BRONZE_ROWS} AS known_rows,
+                   CASE WHEN unmeasured_batches > 0 THEN concat(CAST(unmeasured_batches AS STRING),
+                                                                ' micro-batch(es) without a row count')
+                        ELSE concat('no row count reported, status ', coalesce(final_status, 'unknown')) END AS why
+            FROM flow_throughput WHERE endswith(flow_name, '_bronze')) b ON b.update_id = l.update_id"""),
+    # Per update, not per day of rows: a full refresh's recount of history is left out.
+    _m("lowest_pass_rate_today", "min(pass_rate)",
+       "CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured today "
+       "(counts of full refreshes left out)' END",
+       f"expectation_results WHERE update_date = current_date() AND expectation NOT IN {BRONZE_EXPECTATIONS} "
+       "AND full_refresh IS NOT TRUE"),
+    _m("backlog_files",
+       "CASE WHEN count(b.flow_name) > 0 AND count_if(b.flow_name IS NOT NULL AND b.backlog_files IS NULL) = 0 "
+       "THEN sum(b.backlog_files) END",
+       f"""CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}'
+               WHEN count(b.flow_name) = 0 THEN 'the last update reported no backlog'
+               WHEN count_if(b.flow_name IS NOT NULL AND b.backlog_files IS NULL) > 0 THEN concat('backlog not measured: ',
+                 {_unknown_for(_NOT_MEASURED.format(col="backlog_files"))}) END""",
+       "last_update l LEFT JOIN backlog b ON b.update_id = l.update_id"),
+    _m("backlog_bytes",
+       "CASE WHEN count(b.flow_name) > 0 AND count_if(b.flow_name IS NOT NULL AND b.backlog_bytes IS NULL) = 0 "
+       "THEN sum(b.backlog_bytes) END",
+       f"""CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}'
+               WHEN count(b.flow_name) = 0 THEN 'the last update reported no backlog'
+               WHEN count_if(b.flow_name IS NOT NULL AND b.backlog_bytes IS NULL) > 0 THEN concat('backlog not measured: ',
+                 {_unknown_for(_NOT_MEASURED.format(col="backlog_bytes"))}) END""",
+       "last_update l LEFT JOIN backlog b ON b.update_id = l.update_id"),
+    # Hours since the last COMPLETED update; when none ever completed, since the first update started
+    # (the pipeline has been without a success that long). NULL only when no update ran at all.
+    _m("hours_since_last_success",
+       "(unix_millis(current_timestamp()) - unix_millis(coalesce(max(end_time) FILTER (WHERE final_state = 'COMPLETED'), "
+       "min(start_time)))) / 3600000.0",
+       "CASE WHEN count(*) = 0 THEN 'no ingest update has run yet' END",
+       "update_status"),
+    # First deliveries only: lines a full refresh quarantines again are re-deliveries.
+    _m("quarantined_rows_last_update",
+       "CASE WHEN count(l.update_id) > 0 THEN count(q.delivery) END",
+       f"CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}' END",
+       """last_update l LEFT JOIN quarantine_deliveries q
+            ON q.delivery = 1 AND q._quarantined_at >= l.start_time AND q._quarantined_at <= l.end_time"""),
+    # The last incremental update: a full refresh rescues every old row again.
+    _m("rescued_rows_last_update",
+       """CASE WHEN count(b.flow_name) = 0 OR count_if(b.flow_name IS NOT NULL AND b.counted IS NOT TRUE) > 0 THEN NULL
+               WHEN max(r.rescued) IS NOT NULL THEN max(r.rescued)
+               WHEN coalesce(sum(b.batches), 0) = 0 THEN 0 END""",
+       """CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet'
+               WHEN count(b.flow_name) = 0 THEN 'the last incremental update ran no bronze flow'
+               WHEN count_if(b.flow_name IS NOT NULL AND b.counted IS NOT TRUE) > 0
+                 THEN 'expectation counts missing for a bronze flow of the last incremental update'
+               WHEN max(r.rescued) IS NULL AND coalesce(sum(b.batches), 0) > 0
+                 THEN 'no no_rescued_data counts in the last incremental update' END""",
+       """last_incremental l
+          LEFT JOIN (SELECT update_id, flow_name, batches,
+                            CASE WHEN batches = 0 THEN final_status = 'COMPLETED'
+                                 ELSE batches_without_expectation_counts = 0 END AS counted
+                     FROM flow_throughput WHERE endswith(flow_name, '_bronze')) b ON b.update_id = l.update_id
+          LEFT JOIN (SELECT update_id, sum(failed_records) AS rescued FROM expectation_results
+                     WHERE expectation = 'no_rescued_data' GROUP BY update_id) r ON r.update_id = l.update_id"""),
+    # Files first committed in the last 24 hours; NULL when some landed without a commit time.
+    _m("ingestion_latency_p95_seconds_24h",
+       "CASE WHEN count_if(latency_status = 'no_commit_time') = 0 THEN percentile(latency_seconds, 0.95) END",
+       """CASE WHEN count_if(latency_status = 'no_commit_time') > 0
+                 THEN concat(CAST(count_if(latency_status = 'no_commit_time') AS STRING),
+                             ' file(s) landed in the last 24 hours without a commit time: cloud_files_state fills '
+                             'commit_time on DBR 18.2+, or with cloudFiles.cleanSource')
+               WHEN count_if(latency_status = 'measured') = 0 AND count_if(latency_status = 'recommitted_by_full_refresh') > 0
+                 THEN 'only files committed again by a full refresh in the last 24 hours: their first commit is not known'
+               WHEN count_if(latency_status = 'measured') = 0 THEN 'no file was first committed in the last 24 hours' END""",
+       """file_latency
+          WHERE (latency_status = 'measured' AND first_commit_time >= current_timestamp() - INTERVAL 24 HOURS)
+             OR (latency_status = 'no_commit_time' AND first_ingested_at >= current_timestamp() - INTERVAL 24 HOURS)
+             OR (latency_status = 'recommitted_by_full_refresh' AND commit_time >= current_timestamp() - INTERVAL 24 HOURS)"""),
+    _m("metrics_missing", "max(g.metrics_missing)",
+       f"CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}' END",
+       "last_update l LEFT JOIN measurement_gaps g ON g.update_id = l.update_id"),
+    # A known mismatch is reported even when other files are not counted; zero only when all are counted.
+    _m("files_not_reconciled",
+       f"CASE WHEN count_if(status IN {NOT_RECONCILED}) > 0 OR count_if(status = 'not_counted') = 0 "
+       f"THEN count_if(status IN {NOT_RECONCILED}) END",
+       f"""CASE WHEN count_if(status IN {NOT_RECONCILED}) = 0 AND count_if(status = 'not_counted') > 0
+                 THEN concat(CAST(count_if(status = 'not_counted') AS STRING),
+                             ' committed file(s) have no line count, so they cannot be reconciled') END""",
+       "reconciliation"),
+]
+
+_METRICS_UNION = "\n  UNION ALL\n".join("  " + m for m in _METRICS)
 
 HEALTH_METRICS = _table(
     "health_metrics",
-    "One row per health metric (metric_name, metric_value, checked_at), computed at each refresh, for SQL alerts.",
+    "One row per health metric (metric_name, metric_value, reason, checked_at), computed at each refresh, for "
+    "SQL alerts. metric_value is NULL when it could not be measured, and reason then says why; no alert "
+    "treats NULL as healthy. 'Last update' is the last finished update that is not internal; the duration "
+    "and rescued-rows metrics read the last finished update that is not a full refresh.",
     [
         ("metric_name", "STRING", "Metric name"),
-        ("metric_value", "DOUBLE", "Metric value (NULL when there is nothing to measure)"),
+        ("metric_value", "DOUBLE", "Metric value (NULL when it could not be measured)"),
+        ("reason", "STRING", "Why metric_value is NULL (NULL when measured)"),
         ("checked_at", "TIMESTAMP", "When the metric was computed"),
     ],
-    "\nUNION ALL\n".join([
-        _metric("errors_today", "count(*)", "errors", "WHERE error_date = current_date()"),
-        _metric("failed_updates_today", "count_if(final_state = 'FAILED')", "update_status",
-                "WHERE update_date = current_date()"),
-        _metric("last_update_failed", "max(CASE WHEN final_state = 'FAILED' THEN 1 ELSE 0 END)", _LAST_UPDATE),
-        _metric("last_update_duration_seconds", "max(duration_seconds)", _LAST_UPDATE),
-        _metric(
-            "last_update_duration_vs_median",
-            "max(l.duration_seconds) / nullif(max(m.median_duration), 0)",
-            f"{_LAST_UPDATE} l CROSS JOIN (SELECT percentile(duration_seconds, 0.5) AS median_duration FROM "
-            f"(SELECT duration_seconds FROM update_status WHERE final_state = 'COMPLETED' AND update_id <> {_LAST_UPDATE_ID} "
-            f"ORDER BY start_time DESC LIMIT 20)) m",
-        ),
-        _metric("rows_last_update", "coalesce(sum(rows_written), 0)", "flow_throughput",
-                f"WHERE update_id = {_LAST_UPDATE_ID} AND endswith(flow_name, '_bronze')"),
-        # Per update, not per day: a materialized view's expectations are counted over the whole
-        # view at each refresh, so adding a day's refreshes up would count its rows many times.
-        _metric("lowest_pass_rate_today", "min(pass_rate)", "expectation_results",
-                f"WHERE update_date = current_date() AND expectation NOT IN {BRONZE_EXPECTATIONS}"),
-        _metric("backlog_files", "sum(backlog_files)", "backlog", f"WHERE update_id = {_LAST_UPDATE_ID}"),
-        _metric("backlog_bytes", "sum(backlog_bytes)", "backlog", f"WHERE update_id = {_LAST_UPDATE_ID}"),
-        _metric("hours_since_last_success",
-                "(unix_millis(current_timestamp()) - unix_millis(max(end_time))) / 3600000.0",
-                "update_status", "WHERE final_state = 'COMPLETED'"),
-        _metric("quarantined_rows_last_update", "coalesce(sum(rows_written), 0)", "flow_throughput",
-                f"WHERE update_id = {_LAST_UPDATE_ID} AND endswith(flow_name, '_to_corrupt_records_sink')"),
-        _metric("rescued_rows_last_update", "coalesce(sum(failed_records), 0)", "expectation_results",
-                f"WHERE update_id = {_LAST_UPDATE_ID} AND expectation = 'no_rescued_data'"),
-        _metric("ingestion_latency_p95_seconds_24h", "percentile(latency_seconds, 0.95)", "file_latency",
-                "WHERE commit_time >= current_timestamp() - INTERVAL 24 HOURS"),
-    ]),
+    f"""
+WITH last_update AS (
+  SELECT * FROM update_status WHERE final_state IN {TERMINAL_UPDATE} ORDER BY start_time DESC LIMIT 1
+),
+last_incremental AS (
+  SELECT * FROM update_status WHERE final_state IN {TERMINAL_UPDATE} AND full_refresh IS NOT TRUE
+  ORDER BY start_time DESC LIMIT 1
+),
+metrics AS (
+{_METRICS_UNION}
+)
+SELECT metric_name, metric_value, reason, current_timestamp() AS checked_at FROM metrics
+""",
 )
 
 # In dependency order: each table reads only the sources and the tables before it.
 TABLES: tuple[ObservabilityTable, ...] = (
     EVENTS,
-    FLOW_THROUGHPUT,
     UPDATE_STATUS,
+    FLOW_THROUGHPUT,
     UPDATE_STATUS_DAILY,
     FLOW_THROUGHPUT_DAILY,
     FLOW_BOTTLENECKS,
+    LANDING_FILES,
     FILE_LATENCY,
     INGESTION_LATENCY_HOURLY,
     INGESTION_LATENCY_BY_UPDATE,
@@ -670,18 +1238,41 @@ TABLES: tuple[ObservabilityTable, ...] = (
     ERRORS,
     ERROR_CLASSES,
     SCHEMA_DRIFT,
+    QUARANTINE_DELIVERIES,
     QUARANTINE_DAILY,
+    RECONCILIATION,
+    MEASUREMENT_GAPS,
     HEALTH_METRICS,
 )
 
 PUBLISHED: tuple[ObservabilityTable, ...] = tuple(t for t in TABLES if not t.temporary)
+# The tables for people (dashboard) rather than for other tables.
+REPORTED: tuple[ObservabilityTable, ...] = tuple(t for t in PUBLISHED if not t.intermediate)
 
 HEALTH_METRIC_NAMES = (
     "errors_today", "failed_updates_today", "last_update_failed", "last_update_duration_seconds",
     "last_update_duration_vs_median", "rows_last_update", "lowest_pass_rate_today", "backlog_files",
     "backlog_bytes", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
-    "ingestion_latency_p95_seconds_24h",
+    "ingestion_latency_p95_seconds_24h", "metrics_missing", "files_not_reconciled",
 )
+
+
+def reads(table: ObservabilityTable, other: str) -> bool:
+    """Whether `table`'s SQL reads the dataset named `other`."""
+    text = " ".join(table.sql.replace("(", " ").replace(")", " ").split())
+    return f"FROM {other} " in text + " " or f"JOIN {other} " in text + " "
+
+
+def read_by_views(name: str) -> bool:
+    """Whether another observability table reads `name` (it then needs the incremental-source properties)."""
+    return any(reads(t, name) for t in TABLES if t.name != name)
+
+
+def table_properties(table: ObservabilityTable) -> dict[str, str]:
+    properties = {"quality": "gold"}
+    if read_by_views(table.name):
+        properties.update(INCREMENTAL_SOURCE_PROPERTIES)
+    return properties
 
 
 def by_name(name: str) -> ObservabilityTable:
@@ -692,9 +1283,12 @@ def by_name(name: str) -> ObservabilityTable:
 
 
 def bronze_union_sql(tables: Sequence[tuple[str, str]]) -> str:
-    """`(SELECT '<table>' AS table_name, ... FROM <bronze> UNION ALL ...)` for the drift table."""
+    """`(SELECT '<table>' AS table_name, ... FROM <bronze> UNION ALL ...)`: the bronze columns the drift
+    and reconciliation tables read, for (configured table name, qualified bronze table) pairs."""
     parts = [
-        f"SELECT '{name}' AS table_name, _rescued_data, _source_file, _ingested_at FROM {bronze}"
+        f"SELECT '{name}' AS table_name, '{bronze.rsplit('.', 1)[-1].strip('`')}' AS bronze_table, "
+        "_rescued_data, _corrupt_record IS NOT NULL AS _is_corrupt, _source_file, "
+        f"_source_file_modification_time, _ingested_at FROM {bronze}"
         for name, bronze in tables
     ]
     return "(" + " UNION ALL ".join(parts) + ")"

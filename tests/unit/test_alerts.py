@@ -8,9 +8,10 @@ from typing import Callable
 
 import pytest
 
-from pipelines.alerts import AlertSpec, aggregate, evaluate, load_alerts, run_alert
+from pipelines.alerts import AlertSpec, aggregate, evaluate, format_result, load_alerts, run_alert
 from pipelines.bundle import load_bundle
-from tests.eventlog_builders import Update, completed_update, observability_views
+from pipelines.observability.tables import HEALTH_METRIC_NAMES
+from tests.eventlog_builders import Inputs, Update, bronze_rows, completed_update, file_row, full_refresh_story, sink_row
 
 DB = "alert_checks"
 
@@ -46,6 +47,10 @@ def test_empty_result_null_value_and_missing_column():
     assert evaluate(spec(empty_result_state="TRIGGERED"), []).state == "TRIGGERED"
     assert evaluate(spec(empty_result_state="OK"), []).state == "OK"
     assert evaluate(spec(), [{"v": None}]).state == "UNKNOWN"
+    unknown = evaluate(spec(source_aggregation="MAX"), [{"v": None, "reason": "not measured: why"}])
+    assert unknown.state == "UNKNOWN" and unknown.reason == "not measured: why"
+    assert "not measured: why" in format_result(unknown)
+    assert evaluate(spec(operator="LESS_THAN", threshold_value=0.99), [{"v": float("nan")}]).state == "UNKNOWN"
     missing = evaluate(spec(source="nope"), [{"v": 1}])
     assert missing.state == "ERROR" and "nope" in (missing.error or "")
 
@@ -58,56 +63,82 @@ def ago(**delta: float) -> datetime:
     return NOW - timedelta(**delta)
 
 
-def history(*latest: Update, file_state: tuple = ()) -> tuple[list[Update], tuple]:
-    """Three ordinary completed updates earlier today-ish (60 s, 100 rows, all clean), then `latest`."""
+def history(*latest: Update, files: tuple[str, ...] = ("a",), latency_seconds: float = 60,
+            sink: tuple = ()) -> Inputs:
+    """Three ordinary completed updates earlier today-ish (60 s, 100 rows, all clean), then `latest`;
+    the last one committed `files` (2 lines each, 2 bronze rows each) `latency_seconds` after their creation."""
     base = [completed_update(f"h{i}", ago(minutes=50 - i * 10), duration=60, rows=100, clean_failed=0)
             for i in range(3)]
-    return base + list(latest), file_state
-
-
-def healthy() -> tuple[list[Update], tuple]:
-    return history(completed_update("last", ago(minutes=5), duration=62, rows=100, clean_failed=0),
-                   file_state=file_committed(latency_seconds=60))
-
-
-def file_committed(latency_seconds: float) -> tuple:
     commit = ago(minutes=5)
-    return (("orders_bronze", "orders_bronze", "/l/a.json", 10, commit - timedelta(seconds=latency_seconds),
-             commit, commit, 0, "committed"),)
+    created = commit - timedelta(seconds=latency_seconds)
+    state = [file_row(f"/l/{f}.json", created, commit, lines=2) for f in files]
+    bronze = [row for f in files for row in bronze_rows(f"/l/{f}.json", 2, created, commit)]
+    return Inputs(base + list(latest), state, bronze, list(sink))
 
 
-def failed_last() -> tuple[list[Update], tuple]:
+def healthy() -> Inputs:
+    return history(completed_update("last", ago(minutes=5), duration=62, rows=100, clean_failed=0))
+
+
+def failed_last() -> Inputs:
     u = Update("last", ago(minutes=5)).state("RUNNING", 1)
     u.flow("orders_bronze", "RUNNING", 2).flow("orders_bronze", "FAILED", 5, error=[("java.io.EOFException", "cut")])
     return history(u.state("FAILED", 6, error=("java.io.EOFException", "cut")))
 
 
-def failed_then_recovered() -> tuple[list[Update], tuple]:
-    updates, files = failed_last()
-    updates.append(completed_update("recovered", ago(minutes=2), duration=60, rows=100, clean_failed=0))
-    return updates, files
+def failed_then_recovered() -> Inputs:
+    inputs = failed_last()
+    inputs.updates.append(completed_update("recovered", ago(minutes=2), duration=60, rows=100, clean_failed=0))
+    return inputs
 
 
-def stalled() -> tuple[list[Update], tuple]:
+def degraded() -> Inputs:
+    """The last update completed, but slow (190 s against 60), with failing rows, a large backlog,
+    new quarantined and rescued rows, a file seven hours late, a figure it could not measure (a WARN
+    event) and a landing file with one line more than bronze holds from it."""
+    last = completed_update("last", ago(minutes=5), duration=190, rows=100, clean_failed=5, backlog_files=500,
+                            quarantined=3, rescued=4)
+    last.warn("file state", "checkpoint not readable", 180)
+    inputs = history(last, files=("a", "late"), latency_seconds=7 * 3600,
+                     sink=tuple(sink_row("/l/a.json", f"h{i}", ago(hours=8), last.at(30)) for i in range(3)))
+    inputs.file_state.append(file_row("/l/short.json", ago(minutes=9), ago(minutes=5), lines=3))
+    inputs.bronze.extend(bronze_rows("/l/short.json", 2, ago(minutes=9), ago(minutes=5)))
+    return inputs
+
+
+def no_rows() -> Inputs:
+    return history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0))
+
+
+def stalled() -> Inputs:
     """Completed long ago; since then only updates that never finish successfully (canceled)."""
     old = completed_update("old", ago(hours=30), duration=60, rows=100)
     canceled = Update("c1", ago(minutes=5)).state("RUNNING", 1).state("CANCELED", 3)
-    return [old, canceled], ()
+    return Inputs([old, canceled])
 
 
-SCENARIOS: dict[str, tuple[Callable, Callable]] = {
+def after_full_refresh() -> Inputs:
+    return full_refresh_story(NOW)[1]
+
+
+def after_full_refresh_on_databricks() -> Inputs:
+    return full_refresh_story(NOW, databricks=True)[1]
+
+
+SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     # alert key: (a scenario that triggers it, a healthy one that does not)
     "lakewatch_update_failed": (failed_last, failed_then_recovered),
     "lakewatch_errors_today": (failed_then_recovered, healthy),
-    "lakewatch_slow_update": (lambda: history(completed_update("last", ago(minutes=5), duration=190, rows=100)), healthy),
-    "lakewatch_low_pass_rate": (lambda: history(completed_update("last", ago(minutes=5), rows=100, clean_failed=5)), healthy),
-    "lakewatch_no_rows": (lambda: history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0)), healthy),
-    "lakewatch_backlog": (lambda: history(completed_update("last", ago(minutes=5), backlog_files=500)), healthy),
+    "lakewatch_slow_update": (degraded, healthy),
+    "lakewatch_low_pass_rate": (degraded, healthy),
+    "lakewatch_no_rows": (no_rows, healthy),
+    "lakewatch_backlog": (degraded, healthy),
     "lakewatch_stalled": (stalled, healthy),
-    "lakewatch_quarantine_growing": (lambda: history(completed_update("last", ago(minutes=5), quarantined=3)), healthy),
-    "lakewatch_latency_sla": (lambda: history(completed_update("last", ago(minutes=5)),
-                                              file_state=file_committed(latency_seconds=7200)), healthy),
-    "lakewatch_schema_drift": (lambda: history(completed_update("last", ago(minutes=5), rescued=4)), healthy),
+    "lakewatch_quarantine_growing": (degraded, healthy),
+    "lakewatch_latency_sla": (degraded, healthy),
+    "lakewatch_schema_drift": (degraded, healthy),
+    "lakewatch_metrics_missing": (degraded, healthy),
+    "lakewatch_files_not_reconciled": (degraded, healthy),
 }
 
 
@@ -117,33 +148,45 @@ def alerts(project_root):
     return {a.key: a for a in load_alerts(bundle)}
 
 
-_built: dict[Callable, list] = {}
+_built: dict[Callable, list[tuple]] = {}
+
+
+def metrics_of(spark, scenario: Callable[[], Inputs]) -> list[tuple]:
+    """(metric_name, metric_value, reason) of the health metrics of `scenario` (each built once)."""
+    if scenario not in _built:
+        session = spark.newSession()
+        scenario().views(session, only=["health_metrics"])
+        _built[scenario] = [(r["metric_name"], r["metric_value"], r["reason"])
+                            for r in session.table("health_metrics").collect()]
+    return _built[scenario]
+
+
+def sql_text(v) -> str:
+    return "CAST(NULL AS STRING)" if v is None else "'" + str(v).replace("'", "''") + "'"
 
 
 def sql_value(v) -> str:
     return "CAST(NULL AS DOUBLE)" if v is None else f"CAST({v!r} AS DOUBLE)"
 
 
-def state_of(spark, alert: AlertSpec, scenario: Callable, metrics_age_hours: float = 0) -> str:
-    """The alert's state on the health metrics of `scenario` (each scenario is built once),
-    computed `metrics_age_hours` ago.
-
-    The metrics are published as a view in a real database, so the alert's own qualified query runs.
-    """
-    if scenario not in _built:
-        updates, files = scenario()
-        session = spark.newSession()
-        observability_views(session, updates, file_state=files, only=["health_metrics"])
-        _built[scenario] = session.table("health_metrics").collect()
+def alert_state(spark, alert: AlertSpec, metrics: list[tuple], metrics_age_hours: float = 0) -> str:
+    """The alert's state on these health metrics, computed `metrics_age_hours` ago: they are published
+    as a view in a real database, so the alert's own qualified query runs."""
     checked_at = f"current_timestamp() - make_interval(0, 0, 0, 0, 0, {int(metrics_age_hours * 60)}, 0)"
-    values = ", ".join(f"('{r['metric_name']}', {sql_value(r['metric_value'])}, {checked_at})"
-                       for r in _built[scenario])
+    values = ", ".join(f"('{name}', {sql_value(value)}, {sql_text(reason)}, {checked_at})"
+                       for name, value, reason in metrics)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS spark_catalog.{DB}")
-    spark.sql(f"CREATE OR REPLACE VIEW spark_catalog.{DB}.health_metrics AS "
-              f"SELECT * FROM VALUES {values} AS t(metric_name, metric_value, checked_at)")
+    body = (f"SELECT * FROM VALUES {values} AS t(metric_name, metric_value, reason, checked_at)" if metrics else
+            "SELECT CAST(NULL AS STRING) AS metric_name, CAST(NULL AS DOUBLE) AS metric_value, "
+            "CAST(NULL AS STRING) AS reason, current_timestamp() AS checked_at WHERE false")
+    spark.sql(f"CREATE OR REPLACE VIEW spark_catalog.{DB}.health_metrics AS {body}")
     result = run_alert(spark, alert)
     assert result.state != "ERROR", result.error
     return result.state
+
+
+def state_of(spark, alert: AlertSpec, scenario: Callable[[], Inputs], metrics_age_hours: float = 0) -> str:
+    return alert_state(spark, alert, metrics_of(spark, scenario), metrics_age_hours)
 
 
 def test_every_alert_has_a_scenario(alerts):
@@ -157,7 +200,45 @@ def test_alert_triggers_on_its_scenario_and_not_on_a_healthy_one(spark, alerts, 
     assert state_of(spark, alerts[key], healthy_case) == "OK"
 
 
+def test_metrics_missing_counts_a_measurement_warning(spark):
+    metrics = {name: value for name, value, _ in metrics_of(spark, degraded)}
+    assert metrics["metrics_missing"] == 1  # the WARN event: everything else of the update was measured
+    assert metrics["files_not_reconciled"] == 1
+
+
 def test_stalled_alert_fires_when_the_metrics_themselves_stop_refreshing(spark, alerts):
     # Healthy when computed, but computed ten hours ago: the job (and the observability refresh) stopped.
     assert state_of(spark, alerts["lakewatch_stalled"], healthy, metrics_age_hours=10) == "TRIGGERED"
     assert state_of(spark, alerts["lakewatch_stalled"], healthy, metrics_age_hours=1) == "OK"
+
+
+def test_no_alert_is_ok_over_a_null_metric(spark, alerts):
+    """Every metric NULL (not measured): no alert may say OK; each is UNKNOWN, its reason kept."""
+    unknown = [(name, None, f"{name} not measured") for name in HEALTH_METRIC_NAMES]
+    states = {key: alert_state(spark, alert, unknown) for key, alert in alerts.items()}
+    assert states == {key: "UNKNOWN" for key in alerts}
+
+
+def test_no_alert_is_ok_without_metrics(spark, alerts):
+    """No health metrics at all (the observability pipeline never ran): the stalled alert pages, the
+    others are UNKNOWN, none is OK."""
+    states = {key: alert_state(spark, alert, []) for key, alert in alerts.items()}
+    assert states.pop("lakewatch_stalled") == "TRIGGERED"
+    assert set(states.values()) == {"UNKNOWN"}
+
+
+def test_a_healthy_full_refresh_fires_no_alert(spark, alerts):
+    """The full refresh re-reads every file, re-quarantines the corrupt line, rescues the old rows
+    again and takes three times as long: every alert stays OK."""
+    states = {key: state_of(spark, alert, after_full_refresh) for key, alert in alerts.items()}
+    assert states == {key: "OK" for key in alerts}
+
+
+def test_a_healthy_full_refresh_on_databricks_fires_no_alert(spark, alerts):
+    """Where the file state loses the first commit, the re-committed files have no latency: the latency
+    alert cannot say OK (UNKNOWN, with the reason); nothing is TRIGGERED."""
+    states = {key: state_of(spark, alert, after_full_refresh_on_databricks) for key, alert in alerts.items()}
+    assert states.pop("lakewatch_latency_sla") == "UNKNOWN"
+    assert states == {key: "OK" for key in states}
+    reasons = {name: reason for name, _, reason in metrics_of(spark, after_full_refresh_on_databricks)}
+    assert "committed again by a full refresh" in reasons["ingestion_latency_p95_seconds_24h"]

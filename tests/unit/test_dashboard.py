@@ -19,11 +19,12 @@ from pipelines.dashboard.lvdash import DashboardError, NumberFormat, load_dashbo
 from pipelines.dashboard.query import widget_sql
 from pipelines.dashboard.charts import value_ticks
 from pipelines.dashboard.render import TABLE_ROWS, render_dashboard, run_widgets, write_dashboard
-from pipelines.observability.tables import PUBLISHED, ObservabilityTable
+from pipelines.observability.tables import PUBLISHED, REPORTED, ObservabilityTable
 
 ROOT = Path(__file__).resolve().parents[2]
 LVDASH = ROOT / "dashboards" / "lakewatch.lvdash.json"
 PUBLISHED_NAMES = {t.name for t in PUBLISHED}
+REPORTED_NAMES = {t.name for t in REPORTED}  # published for people, not only for other tables
 TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_`][\w.`]*)", re.IGNORECASE)
 
 
@@ -41,7 +42,7 @@ def empty_views(session, tables: tuple[ObservabilityTable, ...] = PUBLISHED) -> 
 
 def sample_value(name: str, data_type: str) -> Any:
     """One plausible value per column type; ids agree across tables so the datasets' joins match."""
-    if name.endswith("_id"):
+    if name.endswith("_id") and data_type.upper() == "STRING":
         return "u1"
     kind = data_type.upper()
     if kind == "TIMESTAMP":
@@ -54,6 +55,8 @@ def sample_value(name: str, data_type: str) -> Any:
         return 0.75
     if kind == "BOOLEAN":
         return True
+    if kind.startswith("ARRAY<STRUCT"):
+        return []
     if kind.startswith("ARRAY"):
         return ["a", "b"]
     return f"{name}_value"
@@ -67,10 +70,11 @@ def one_row_views(session) -> None:
 
 
 # -- the real dashboard ------------------------------------------------------------------------
-def test_real_dashboard_has_the_six_pages_on_one_grid_without_overlaps():
+def test_real_dashboard_has_the_seven_pages_on_one_grid_without_overlaps():
     dashboard = load_dashboard(LVDASH)
     assert [p.display_name for p in dashboard.pages] == [
-        "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors"]
+        "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors",
+        "Reconciliation and gaps"]
     raw = json.loads(LVDASH.read_text())
     assert {p.get("layoutVersion") for p in raw["pages"]} == {None}  # the 6-column grid of exports, everywhere
     for page in dashboard.pages:
@@ -110,7 +114,16 @@ def test_dataset_queries_read_only_published_tables_unqualified():
         assert all("." not in n for n in names), f"dataset {d.name} qualifies a table: {names}"
         assert names <= PUBLISHED_NAMES, f"dataset {d.name} reads {names - PUBLISHED_NAMES}, not published tables"
         used |= names
-    assert used == PUBLISHED_NAMES  # every observability table appears on the dashboard
+    assert used == REPORTED_NAMES  # every observability table for people appears on the dashboard
+
+
+def test_the_new_figures_have_a_widget():
+    """The reconciliation, the metrics_missing counter and the measurement gaps are on the dashboard."""
+    dashboard = load_dashboard(LVDASH)
+    fields = {(w.query.dataset_name, f.name) for _, w in dashboard.widgets() if w.query is not None
+              for f in w.query.fields}
+    assert {("health", "metrics_missing"), ("health", "files_not_reconciled"), ("reconciliation", "status"),
+            ("gaps", "sum(metrics_missing)")} <= fields
 
 
 def test_dataset_and_widget_queries_resolve_against_the_tables_columns(session):

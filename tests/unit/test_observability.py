@@ -7,8 +7,23 @@ import datetime as dt
 import pytest
 from chispa import assert_df_equality
 
-from pipelines.observability.tables import HEALTH_METRIC_NAMES, PUBLISHED, TABLES, by_name
-from tests.eventlog_builders import Update, completed_update, observability_views, today_at, utc
+from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
+
+from pipelines.observability.pipeline import streaming_query
+from pipelines.observability.tables import EVENTS, ERRORS, HEALTH_METRIC_NAMES, PUBLISHED, TABLES, by_name, table_properties
+from tests.eventlog_builders import (
+    TINY_DATA_CONF,
+    Update,
+    bronze_rows,
+    completed_update,
+    event_rows,
+    file_row,
+    full_refresh_story,
+    observability_views,
+    sink_row,
+    today_at,
+    utc,
+)
 
 EOF_CHAIN = (
     ("org.apache.spark.sql.streaming.StreamingQueryException", "[STREAM_FAILED] Query terminated with exception"),
@@ -67,10 +82,14 @@ def rows(spark, sql: str) -> list[tuple]:
     return [tuple(r) for r in spark.sql(sql).collect()]
 
 
+def type_text(text: str) -> str:
+    return text.lower().replace(" ", "")
+
+
 def test_every_table_returns_exactly_its_declared_columns(scenario):
     for table in PUBLISHED:
         actual = [(f.name, f.dataType.simpleString()) for f in scenario.table(table.name).schema.fields]
-        declared = [(n, t.lower()) for n, t, _ in table.columns]
+        declared = [(n, type_text(t)) for n, t, _ in table.columns]
         assert actual == declared, table.name
         assert table.comment and all(c for _, _, c in table.columns)
 
@@ -136,13 +155,17 @@ def test_backlog_from_the_last_metrics_event_of_each_update(fresh):
     u1.metrics("orders_bronze", 20, rows=50, backlog_files=2, backlog_bytes=250, batch_id=1)
     u2 = Update("b2", utc(2026, 11, 2, 9)).completed(30)
     u2.metrics("orders_bronze", 10, rows=10, backlog_files=5, backlog_bytes=900)
-    u2.metrics("orders_bronze", 12, rows=None, backlog_files=None, backlog_bytes=None)  # no backlog measured
-    observability_views(fresh, [u1, u2])
-    assert rows(fresh, "SELECT update_id, backlog_files, backlog_bytes FROM backlog ORDER BY update_id") == [
-        ("b1", 2, 250), ("b2", 5, 900),
+    u2.metrics("orders_bronze", 12, rows=None, backlog_files=None, backlog_bytes=None)  # carries no backlog
+    u3 = Update("b3", utc(2026, 11, 2, 10)).completed(30)
+    u3.metrics("orders_bronze", 10, rows=10, backlog_files=5, backlog_bytes=900, batch_id=0)
+    u3.metrics("orders_bronze", 20, backlog_files=None, backlog_bytes=None)
+    u3.warn("backlog", "landing folder not readable: gone", 20, flow="orders_bronze")  # measured, and failed
+    observability_views(fresh, [u1, u2, u3], only=["backlog", "flow_throughput"])
+    assert rows(fresh, "SELECT update_id, backlog_files, backlog_bytes, reason FROM backlog ORDER BY update_id") == [
+        ("b1", 2, 250, None), ("b2", 5, 900, None), ("b3", None, None, "landing folder not readable: gone"),
     ]
     assert rows(fresh, "SELECT update_id, rows_written FROM flow_throughput ORDER BY update_id") == [
-        ("b1", 100), ("b2", 10),
+        ("b1", 100), ("b2", 10), ("b3", 10),
     ]
 
 
@@ -153,11 +176,14 @@ def test_expectations_per_update_day_and_week_with_previous_week(fresh):
                   expectations=[("has_id", passed, failed), ("positive", passed + failed, 0)])
         return u
 
+    full = Update("fr", utc(2026, 11, 9, 12), full_refresh=True).completed(20)  # counts history again
+    full.metrics("orders", 10, rows=270, expectations=[("has_id", 265, 35), ("positive", 300, 0)])
     observability_views(fresh, [
         update("w1a", utc(2026, 11, 2, 9), 90, 10),   # Monday 2 Nov 2026
         update("w1b", utc(2026, 11, 3, 9), 80, 20),   # Tuesday, same week
         update("w2a", utc(2026, 11, 9, 9), 95, 5),    # next week
-    ])
+        full,
+    ], only=["expectation_results_weekly", "expectation_results_daily", "dropped_records"])
     daily = rows(fresh, "SELECT update_date, passed_records, failed_records, pass_rate FROM expectation_results_daily "
                         "WHERE expectation = 'has_id' ORDER BY update_date")
     assert daily == [(dt.date(2026, 11, 2), 90, 10, 0.9), (dt.date(2026, 11, 3), 80, 20, 0.8),
@@ -168,42 +194,48 @@ def test_expectations_per_update_day_and_week_with_previous_week(fresh):
     assert weekly[1][:3] == (dt.date(2026, 11, 9), 0.95, 0.85) and weekly[1][3] == pytest.approx(0.10)
     assert rows(fresh, "SELECT dataset, sum(dropped_records) FROM dropped_records GROUP BY dataset") == [("orders", 35)]
     assert rows(fresh, "SELECT DISTINCT pass_rate FROM expectation_results WHERE expectation = 'positive'") == [(1.0,)]
+    assert rows(fresh, "SELECT update_id, full_refresh FROM expectation_results WHERE expectation = 'has_id' "
+                       "ORDER BY update_id") == [("fr", True), ("w1a", False), ("w1b", False), ("w2a", False)]
 
 
 def test_file_latency_hourly_and_per_update(fresh):
     start = utc(2026, 11, 2, 8)
     u = completed_update("L1", start, duration=60)
     files = [
-        ("orders_bronze", "orders_bronze", f"/l/f{i}.json", 10, start - dt.timedelta(seconds=s),
-         start + dt.timedelta(seconds=5), start + dt.timedelta(seconds=10), 0, "committed")
+        file_row(f"/l/f{i}.json", start - dt.timedelta(seconds=s), start + dt.timedelta(seconds=10), lines=1)
         for i, s in enumerate((10, 20, 30, 40))
-    ] + [("orders_bronze", "orders_bronze", "/l/new.json", 10, start, None, None, None, "pending")]
-    observability_views(fresh, [u], file_state=files)
+    ] + [file_row("/l/new.json", start, None)]
+    observability_views(fresh, [u], file_state=files,
+                        only=["ingestion_latency_hourly", "ingestion_latency_by_update"])
     latencies = sorted(r[0] for r in rows(fresh, "SELECT latency_seconds FROM file_latency WHERE state = 'committed'"))
     assert latencies == [20.0, 30.0, 40.0, 50.0]
+    assert rows(fresh, "SELECT latency_status, latency_seconds FROM file_latency WHERE path = '/l/new.json'") == [
+        ("pending", None)]
     hourly = rows(fresh, "SELECT table_name, files, p50_latency_seconds, max_latency_seconds FROM ingestion_latency_hourly")
     assert hourly == [("orders_bronze", 4, 35.0, 50.0)]
     assert rows(fresh, "SELECT update_id, files FROM ingestion_latency_by_update") == [("L1", 4)]
 
 
-def test_schema_drift_and_quarantine(fresh):
-    when = utc(2026, 11, 2, 8)
-    bronze = [
-        ("orders", '{"coupon":"A","_file_path":"f1"}', "f1", when),
-        ("orders", '{"Amount":"3","coupon":"B","_file_path":"f2"}', "f2", when),
-        ("orders", None, "f2", when),
-    ]
+def test_schema_drift_and_quarantine_count_on_the_day_the_data_arrived(fresh):
+    arrived, when = utc(2026, 11, 1, 23), utc(2026, 11, 2, 8)  # files of the 1st, ingested on the 2nd
+    bronze = (bronze_rows("/l/f1", 1, arrived, when, rescued=['{"coupon":"A","_file_path":"f1"}'])
+              + bronze_rows("/l/f2", 2, arrived, when, rescued=['{"Amount":"3","coupon":"B","_file_path":"f2"}']))
+    later = when + dt.timedelta(days=1)
     sink = [
-        ("orders", "bad", "h1", "f1", when, when, when),
-        ("orders", "bad", "h1", "f1", when, when, when),  # the same line twice in one file: not a re-delivery
-        ("orders", "bad", "h1", "f1", when, when + dt.timedelta(hours=1), when + dt.timedelta(hours=1)),  # re-delivered
+        sink_row("/l/f1", "h1", arrived, when),
+        sink_row("/l/f1", "h1", arrived, when),  # the same line twice in one file: not a re-delivery
+        sink_row("/l/f1", "h1", arrived, later),  # quarantined again a day later (a full refresh): re-delivered
+        sink_row("/l/f3", "h1", arrived, later),  # the same content in another file: a first delivery
     ]
-    observability_views(fresh, [completed_update("d1", when)], sink=sink, bronze=bronze)
-    assert rows(fresh, "SELECT table_name, rows_with_rescued_data, rescued_fields, files FROM schema_drift") == [
-        ("orders", 2, ["Amount", "coupon"], ["f1", "f2"]),
+    observability_views(fresh, [completed_update("d1", when)], sink=sink, bronze=bronze,
+                        only=["schema_drift", "quarantine_daily"])
+    assert rows(fresh, "SELECT table_name, arrival_date, rows_with_rescued_data, rescued_fields, files FROM schema_drift") == [
+        ("orders", dt.date(2026, 11, 1), 2, ["Amount", "coupon"], ["file:/l/f1", "file:/l/f2"]),
     ]
-    assert rows(fresh, "SELECT table_name, quarantined_rows, files, redelivered_rows FROM quarantine_daily") == [
-        ("orders", 3, 1, 1),
+    assert rows(fresh, "SELECT table_name, day, quarantined_rows, files, redelivered_rows FROM quarantine_daily "
+                       "ORDER BY day") == [
+        ("orders", dt.date(2026, 11, 1), 3, 2, 0),
+        ("orders", dt.date(2026, 11, 3), 0, 0, 1),
     ]
 
 
@@ -215,20 +247,29 @@ def test_health_metrics_after_the_scenario(scenario):
     assert metrics["last_update_failed"] == 0  # u4, the latest, completed
     assert metrics["last_update_duration_seconds"] == 5
     assert metrics["last_update_duration_vs_median"] == pytest.approx(5 / 60)  # median of the earlier completed: u1
-    assert metrics["rows_last_update"] == 0  # u4 ingested nothing: NULL rows count as none
+    assert metrics["rows_last_update"] == 0  # u4's bronze flow completed without a micro-batch: it wrote nothing
     assert metrics["backlog_files"] == 0
+    assert metrics["metrics_missing"] == 0 and metrics["files_not_reconciled"] == 0
     assert metrics["lowest_pass_rate_today"] is None  # only bronze's own expectations ran today
     u4_end = today_at(0, 40) + dt.timedelta(seconds=5)
     expected_hours = (dt.datetime.now(dt.timezone.utc) - u4_end).total_seconds() / 3600
     assert metrics["hours_since_last_success"] == pytest.approx(expected_hours, abs=0.05)
     assert metrics["ingestion_latency_p95_seconds_24h"] is None  # no file state: not measured
+    reasons = dict(rows(scenario, "SELECT metric_name, reason FROM health_metrics"))
+    assert reasons["ingestion_latency_p95_seconds_24h"] == "no file was first committed in the last 24 hours"
+    assert {name for name, reason in reasons.items() if reason is not None} == {
+        "ingestion_latency_p95_seconds_24h", "lowest_pass_rate_today"}  # every NULL says why, only NULLs do
 
 
 def test_health_metrics_with_an_empty_event_log(fresh):
     observability_views(fresh, [])
-    metrics = dict(rows(fresh, "SELECT metric_name, metric_value FROM health_metrics"))
-    assert metrics["errors_today"] == 0 and metrics["last_update_failed"] is None
-    assert metrics["hours_since_last_success"] is None and metrics["lowest_pass_rate_today"] is None
+    values = {name: (value, reason) for name, value, reason in
+              rows(fresh, "SELECT metric_name, metric_value, reason FROM health_metrics")}
+    assert values["errors_today"] == (0, None)
+    assert values["last_update_failed"] == (None, "no ingest update has finished yet")
+    assert values["hours_since_last_success"] == (None, "no ingest update has run yet")
+    assert values["metrics_missing"] == (None, "no ingest update has finished yet")
+    assert all(reason for value, reason in values.values() if value is None)
 
 
 def test_tables_are_declared_in_dependency_order():
@@ -238,3 +279,209 @@ def test_tables_are_declared_in_dependency_order():
             if other != table.name and f" {other} " in f" {table.sql} ".replace("\n", " "):
                 assert names.index(other) < names.index(table.name), (table.name, other)
     assert by_name("update_status").partition_cols == ("update_date",)
+
+
+# -- internal updates --------------------------------------------------------------------------------
+def test_internal_updates_are_left_out_and_do_not_reset_hours_since_last_success(fresh):
+    """validate-only, explore-only and maintenance updates are Databricks' internal runs: no row in
+    update_status and after it, and a validate-only update after a failure is not a success."""
+    now = dt.datetime.now(dt.timezone.utc)
+    ok = completed_update("ok", now - dt.timedelta(hours=3), rows=100)
+    failed = failed_update("failed", now - dt.timedelta(hours=2))
+    validate = Update("validate", now - dt.timedelta(hours=1), validate_only=True).completed(20)
+    explore = Update("explore", now - dt.timedelta(minutes=40), explore_only=True).completed(20)
+    maintenance = Update("maint", now - dt.timedelta(minutes=20), maintenance_id="m-1").state("RUNNING", 1)
+    maintenance.ran("orders_bronze", 2, 8, 7, batch_id=0)
+    maintenance.flow("orders", "FAILED", 9, error=[("java.lang.IllegalStateException", "[VACUUM_FAILED] no")])
+    maintenance.state("FAILED", 10, error=("java.lang.IllegalStateException", "[VACUUM_FAILED] no"))
+    observability_views(fresh, [ok, failed, validate, explore, maintenance])
+    assert rows(fresh, "SELECT update_id FROM update_status ORDER BY start_time") == [("ok",), ("failed",)]
+    assert rows(fresh, "SELECT DISTINCT update_id FROM flow_throughput ORDER BY 1") == [("failed",), ("ok",)]
+    assert rows(fresh, "SELECT DISTINCT update_id FROM measurement_gaps ORDER BY 1") == [("failed",), ("ok",)]
+    assert rows(fresh, "SELECT error_class FROM error_classes") == [("STREAM_FAILED",)]  # not VACUUM_FAILED
+    assert rows(fresh, "SELECT count(*) FROM errors WHERE update_id = 'maint'") == [(2,)]  # kept per event
+    metrics = dict(rows(fresh, "SELECT metric_name, metric_value FROM health_metrics"))
+    assert metrics["last_update_failed"] == 1  # the failure is still the last update
+    assert metrics["hours_since_last_success"] == pytest.approx(3 - 60 / 3600, abs=0.02)  # since "ok" ended
+    assert metrics["errors_today"] == rows(fresh, "SELECT count(*) FROM errors WHERE update_id = 'failed' "
+                                                  "AND error_date = current_date()")[0][0]
+
+
+# -- rows written: from whichever event carries them, once ------------------------------------------
+def test_rows_written_counted_once_from_metrics_or_the_terminal_event(fresh):
+    u = Update("r1", utc(2026, 11, 2, 8)).state("RUNNING", 1)
+    # streaming flow: two micro-batches; its terminal event also carries a (cumulative) count
+    u.flow("orders_bronze", "RUNNING", 2)
+    u.metrics("orders_bronze", 3, rows=10, batch_id=0).metrics("orders_bronze", 4, rows=20, batch_id=1)
+    u.flow("orders_bronze", "COMPLETED", 5, rows=30)
+    # materialized view on Databricks: the count only on its terminal INFO event
+    u.flow("daily_totals", "RUNNING", 2).flow("daily_totals", "COMPLETED", 6, rows=12)
+    # materialized view locally: a COMPLETED METRICS event, and the same count on the terminal event
+    u.flow("weekly_totals", "RUNNING", 2).metrics("weekly_totals", 6.5, rows=7, status="COMPLETED", streaming=False)
+    u.flow("weekly_totals", "COMPLETED", 7, rows=7)
+    # a micro-batch whose count was not measured: the flow's rows are unknown, not 5
+    u.flow("customers_bronze", "RUNNING", 2)
+    u.metrics("customers_bronze", 3, rows=5, batch_id=0).metrics("customers_bronze", 4, rows=None, batch_id=1)
+    u.flow("customers_bronze", "COMPLETED", 5)
+    # a flow that completed without any event carrying a count
+    u.flow("customers", "RUNNING", 2).flow("customers", "COMPLETED", 3)
+    u.state("COMPLETED", 8)
+    observability_views(fresh, [u], only=["flow_throughput_daily"])
+    assert rows(fresh, "SELECT flow_name, rows_written, rows_source, batches, unmeasured_batches FROM flow_throughput "
+                       "ORDER BY flow_name") == [
+        ("customers", None, None, 0, 0),
+        ("customers_bronze", None, None, 2, 1),
+        ("daily_totals", 12, "terminal_event", 0, 0),
+        ("orders_bronze", 30, "metrics", 2, 0),
+        ("weekly_totals", 7, "metrics", 0, 0),
+    ]
+    assert rows(fresh, "SELECT flow_name, rows_written FROM flow_throughput_daily WHERE flow_name LIKE 'customers%' "
+                       "ORDER BY 1") == [("customers", None), ("customers_bronze", None)]
+
+
+# -- reconciliation ------------------------------------------------------------------------------------
+def test_reconciliation_per_file(fresh):
+    t, ingested = utc(2026, 11, 2, 8), utc(2026, 11, 2, 8, 5)
+    files = [
+        file_row("/l/ok.json", t, ingested, lines=3),               # 2 rows and a corrupt line: 3 bronze rows
+        file_row("/l/short.json", t, ingested, lines=4),            # one line more than bronze rows
+        file_row("/l/extra.json", t, ingested, lines=1),
+        file_row("/l/changed.json", t, ingested, lines=2, modified=True),
+        file_row("/l/uncounted.json", t, ingested, lines=None),     # e.g. an incomplete gzip
+        file_row("/l/waiting.json", t, None, lines=5),
+        file_row("/l/empty.json", t, ingested, lines=0),
+    ]
+    bronze = (bronze_rows("/l/ok.json", 3, t, ingested, corrupt=1) + bronze_rows("/l/short.json", 3, t, ingested)
+              + bronze_rows("/l/extra.json", 2, t, ingested) + bronze_rows("/l/changed.json", 2, t, ingested)
+              + bronze_rows("/l/uncounted.json", 2, t, ingested))
+    sink = [sink_row("/l/ok.json", "h", t, ingested), sink_row("/l/ok.json", "h", t, ingested + dt.timedelta(days=1))]
+    observability_views(fresh, [completed_update("c1", t)], file_state=files, bronze=bronze, sink=sink,
+                        only=["reconciliation"])
+    assert rows(fresh, "SELECT path, lines, bronze_rows, corrupt_rows, quarantined_rows, difference, status "
+                       "FROM reconciliation ORDER BY path") == [
+        ("/l/changed.json", 2, 2, 0, 0, 0, "modified_after_ingest"),
+        ("/l/empty.json", 0, 0, 0, 0, 0, "ok"),
+        ("/l/extra.json", 1, 2, 0, 0, -1, "extra_rows"),
+        ("/l/ok.json", 3, 3, 1, 1, 0, "ok"),  # the re-delivered line is not quarantined twice
+        ("/l/short.json", 4, 3, 0, 0, 1, "missing_rows"),
+        ("/l/uncounted.json", None, 2, 0, 0, None, "not_counted"),
+        ("/l/waiting.json", 5, 0, 0, 0, 5, "pending"),
+    ]
+
+
+def test_reconciliation_is_zero_on_a_consistent_landing(fresh):
+    before, _ = full_refresh_story(dt.datetime.now(dt.timezone.utc))
+    before.views(fresh, only=["reconciliation"])
+    assert rows(fresh, "SELECT status, sum(difference), count(*) FROM reconciliation GROUP BY status") == [("ok", 0, 3)]
+
+
+# -- full refresh --------------------------------------------------------------------------------------
+EARLIER_FIGURES = {
+    "file_latency": "SELECT path, latency_seconds, latency_status FROM file_latency",
+    "ingestion_latency_hourly": "SELECT * FROM ingestion_latency_hourly",
+    "ingestion_latency_by_update": "SELECT * FROM ingestion_latency_by_update",
+    "schema_drift": "SELECT * FROM schema_drift",
+    "quarantine_daily": "SELECT * FROM quarantine_daily WHERE day < current_date()",
+    "expectation_results_daily": "SELECT * FROM expectation_results_daily",
+}
+
+
+def test_a_full_refresh_changes_no_figure_of_earlier_days(spark):
+    before_inputs, after_inputs = full_refresh_story(dt.datetime.now(dt.timezone.utc))
+    before, after = spark.newSession(), spark.newSession()
+    before_inputs.views(before, only=list(EARLIER_FIGURES))
+    after_inputs.views(after, only=list(EARLIER_FIGURES))
+    for name, sql in EARLIER_FIGURES.items():
+        assert sorted(rows(after, sql)) == sorted(rows(before, sql)), name
+    assert rows(after, "SELECT count(*), count(latency_seconds) FROM file_latency") == [(3, 3)]
+    assert rows(after, "SELECT quarantined_rows, redelivered_rows FROM quarantine_daily WHERE day = current_date()") == [
+        (0, 1)]  # the full refresh's second quarantine of the corrupt line is a re-delivery
+    assert rows(after, "SELECT update_id, full_refresh FROM update_status WHERE update_id = 'fr'") == [("fr", True)]
+
+
+def test_a_full_refresh_on_databricks_leaves_recommitted_files_without_a_new_latency(fresh):
+    """cloud_files_state keeps only the live checkpoint's commit: a file committed again by the full
+    refresh has no known first commit, so no latency rather than a new, wrong one."""
+    _, after = full_refresh_story(dt.datetime.now(dt.timezone.utc), databricks=True)
+    after.views(fresh, only=["ingestion_latency_by_update", "ingestion_latency_hourly"])
+    assert rows(fresh, "SELECT DISTINCT latency_status, full_refresh_update_id, latency_seconds FROM file_latency") == [
+        ("recommitted_by_full_refresh", "fr", None)]
+    assert rows(fresh, "SELECT count(*) FROM ingestion_latency_by_update") == [(0,)]
+    assert rows(fresh, "SELECT count(*) FROM ingestion_latency_hourly") == [(0,)]
+
+
+# -- what could not be measured --------------------------------------------------------------------------
+def unmeasured_inputs(now: dt.datetime):
+    """The last update: a backlog measurement failed (WARN), a micro-batch's rows were not reported,
+    a file landed without a commit time (Databricks below DBR 18.2), and a file lost a line."""
+    from tests.eventlog_builders import Inputs
+
+    start = now - dt.timedelta(minutes=5)
+    u = Update("gaps", start).state("RUNNING", 1)
+    u.flow("orders_bronze", "RUNNING", 2)
+    u.metrics("orders_bronze", 3, rows=4, batch_id=0, backlog_files=0, backlog_bytes=0,
+              expectations=[("no_rescued_data", 4, 0), ("no_corrupt_record", 4, 0)])
+    u.metrics("orders_bronze", 4, rows=None, batch_id=1)
+    u.warn("backlog", "landing folder not readable: permission denied", 5, flow="orders_bronze")
+    u.flow("orders_bronze", "COMPLETED", 6).state("COMPLETED", 8)
+    created, ingested = start - dt.timedelta(minutes=1), start + dt.timedelta(seconds=3)
+    files = [file_row("/l/a.json", created, None, lines=3, state="discovered"),  # no commit time
+             file_row("/l/b.json", created, ingested, lines=2)]                   # 2 lines, 1 bronze row
+    bronze = bronze_rows("/l/a.json", 3, created, ingested) + bronze_rows("/l/b.json", 1, created, ingested)
+    return Inputs([completed_update("before", now - dt.timedelta(hours=1)), u], files, bronze)
+
+
+def test_what_was_not_measured_is_counted_and_every_null_says_why(fresh):
+    unmeasured_inputs(dt.datetime.now(dt.timezone.utc)).views(fresh)
+    gaps = fresh.sql("SELECT * FROM measurement_gaps WHERE update_id = 'gaps'").collect()[0]
+    assert (gaps["measurement_warnings"], gaps["batches_without_rows"], gaps["files_without_commit_time"],
+            gaps["metrics_missing"]) == (1, 1, 1, 3)
+    assert any("permission denied" in r for r in gaps["reasons"]) and len(gaps["reasons"]) == 3
+    values = {n: (v, r) for n, v, r in rows(fresh, "SELECT metric_name, metric_value, reason FROM health_metrics")}
+    assert values["metrics_missing"] == (3, None)
+    assert values["files_not_reconciled"] == (1, None)
+    assert values["backlog_files"][0] is None and "permission denied" in values["backlog_files"][1]
+    assert values["rows_last_update"][0] is None and "without a row count" in values["rows_last_update"][1]
+    assert values["ingestion_latency_p95_seconds_24h"][0] is None
+    assert "without a commit time" in values["ingestion_latency_p95_seconds_24h"][1]
+    assert rows(fresh, "SELECT path, latency_status FROM file_latency ORDER BY path") == [
+        ("/l/a.json", "no_commit_time"), ("/l/b.json", "measured")]
+    assert all(reason for value, reason in values.values() if value is None)
+
+
+# -- the streaming tables' queries ---------------------------------------------------------------------
+def test_streaming_tables_read_the_event_log_as_a_stream_and_match_their_sql(spark, tmp_path):
+    """`events` and `errors` run in the pipeline as `spark.readStream.table(...)` plus their SELECT list
+    and WHERE clause; on the same event log that gives exactly what their SQL gives in a batch."""
+    session = spark.newSession()
+    for key, value in TINY_DATA_CONF.items():
+        session.conf.set(key, value)
+    session.sql("CREATE DATABASE IF NOT EXISTS obs_stream_test")
+    session.catalog.setCurrentDatabase("obs_stream_test")  # `errors` reads the bare name `events`
+    log = "obs_stream_test.event_log"
+    placeholders = {"event_log": log}
+    for name in ("event_log", "events", "errors"):
+        session.sql(f"DROP TABLE IF EXISTS obs_stream_test.{name}")
+
+    def append(*updates: Update) -> None:
+        session.createDataFrame(event_rows(*updates), EVENT_LOG_SCHEMA).write.format("delta").mode("append") \
+            .saveAsTable(log)
+
+    def drain(table, sink: str) -> None:
+        writer = (streaming_query(session, table, placeholders).writeStream
+                  .option("checkpointLocation", str(tmp_path / table.name)).trigger(availableNow=True))
+        query = (writer.format("memory").queryName(sink).start() if sink == "memory_errors"
+                 else writer.format("delta").toTable(sink))
+        query.awaitTermination()
+
+    append(completed_update("s1", utc(2026, 11, 2, 8), quarantined=1), failed_update("s2", utc(2026, 11, 2, 9)))
+    drain(EVENTS, "obs_stream_test.events")
+    assert_df_equality(session.table("obs_stream_test.events"), session.sql(EVENTS.render(placeholders)),
+                       ignore_row_order=True, ignore_nullable=True)
+    drain(ERRORS, "memory_errors")  # reads the bare name `events`: the streaming table above
+    session.sql(EVENTS.render(placeholders)).createOrReplaceTempView("events")
+    assert_df_equality(session.table("memory_errors"), session.sql(ERRORS.render(placeholders)),
+                       ignore_row_order=True, ignore_nullable=True)
+    assert session.table("memory_errors").count() == 2
+    assert table_properties(EVENTS)["delta.enableChangeDataFeed"] == "true"
+    assert "delta.enableRowTracking" not in table_properties(by_name("health_metrics"))

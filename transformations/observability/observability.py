@@ -1,5 +1,5 @@
-"""The observability tables (materialized views over the ingest pipeline's event log, file state,
-bronze tables and quarantine sink), defined in pipelines/observability/tables.py."""
+"""The observability tables (streaming tables over the ingest pipeline's event log, materialized views
+over them, file state, bronze tables and the quarantine sink), defined in pipelines/observability/tables.py."""
 
 from pipelines.observability.pipeline import declare_observability
 
