@@ -320,7 +320,8 @@ class _Update:
         for sink in adapter.LOCAL_GRAPH.sinks.values():
             self.spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {self.qualified(sink.name)} ({sink.schema_ddl}) "
-                f"USING DELTA LOCATION '{sink.path}'"
+                f"USING DELTA LOCATION '{sink.path}' "
+                f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')"
             )
 
     def materialized_views(self) -> list[str]:

@@ -105,7 +105,7 @@ def test_health_metrics_hold_every_metric_once(tables):
 def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home):
     cli = Cli(demo_home)
     report = json.loads(cli.run("alerts", "--json").stdout)
-    assert len(report) == 10
+    assert len(report) == 12
     assert [a["alert"] for a in report if a["state"] == "ERROR"] == []
     triggered = {a["alert"] for a in report if a["state"] == "TRIGGERED"}
     # The demo's data is dirty by design and one update failed today.
@@ -122,3 +122,10 @@ def test_each_clean_row_is_counted_once_per_expectation_per_day(tables, table):
         "SELECT expectation, sum(passed_records + failed_records) AS n FROM {daily} "
         f"WHERE dataset = '{table}' GROUP BY expectation", daily="expectation_results_daily").collect()}
     assert counted and set(counted.values()) == {arrived}
+
+
+def test_reconciliation_accounts_for_every_line_of_every_file(tables):
+    """Lines with content, counted by the runner without Spark, equal the rows bronze holds per file."""
+    rows = tables.table("reconciliation").collect()
+    assert rows and {(r["difference"], r["status"]) for r in rows} == {(0, "ok")}
+    assert sum(r["lines"] for r in rows) == sum(tables.table(b).count() for b in BRONZE)

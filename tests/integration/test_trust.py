@@ -107,3 +107,12 @@ def test_daily_quality_counts_each_arrived_row_once(trust):
         "SELECT expectation, sum(passed_records + failed_records) AS n FROM {daily} "
         "WHERE dataset = 'orders' GROUP BY expectation", daily="expectation_results_daily").collect()
     assert counted and {r["n"] for r in counted} == {arrived}
+
+
+def test_reconciliation_flags_only_the_file_appended_after_it_was_ingested(trust):
+    rows = {Path(r["path"]).name: r for r in trust.tables.table("reconciliation").collect()}
+    appended = rows.pop(Path(trust.appended).name)
+    assert appended["modified_after_ingest"] is True and appended["status"] == "modified_after_ingest"
+    assert appended["lines"] == ROWS  # counted when it was committed, before the append
+    assert rows and {(r["difference"], r["status"]) for r in rows.values()} == {(0, "ok")}
+    assert trust.alerts["bad batch"]["lakewatch_files_not_reconciled"] == "TRIGGERED"
