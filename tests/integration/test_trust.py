@@ -5,6 +5,7 @@ of the orders fail an expectation; a file appended to after it was ingested."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests.integration.helpers import Cli, LocalTables
 
 pytestmark = pytest.mark.integration
 
+UPDATE_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_ingest': (?P<state>[A-Z]+)", re.M)
 ROWS = 100
 FAILING = 30  # orders with a negative amount in the third batch
 
@@ -57,7 +59,7 @@ def trust(spark, tmp_path_factory) -> Trust:
 
     def update(*args: str) -> None:
         out = cli.run("run", *args).stdout
-        t.updates.append(out.split("starting update ")[1].split()[0])
+        t.updates.append(UPDATE_LINE.search(out)["id"])
 
     for batch in (0, 1):
         write_lines(landing / "orders" / f"orders-{batch}.json", [order(batch * ROWS + i) for i in range(ROWS)])
