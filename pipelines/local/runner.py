@@ -356,7 +356,8 @@ class _Update:
         with self.clock("prepare run"):
             self.storage.mkdir(parents=True, exist_ok=True)
             self.create_sinks()
-            self.mv_versions = {name: v for name in self.materialized_views() if (v := self.table_version(name)) is not None}
+            versions = _in_parallel(self.table_version, self.materialized_views())
+            self.mv_versions = {name: v for name, v in versions.items() if v is not None}
             self.record.mv_versions = dict(self.mv_versions)
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
@@ -630,15 +631,18 @@ class _Update:
         """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the
         view's expectations over the same input it read in this update."""
         assert self.registry is not None
+        refreshed = []
         for flow in self.registry.flows.values():
             output = self.registry.outputs.get(flow.target)
-            if output is None or output.dataset_type != "MATERIALIZED_VIEW":
-                continue
-            name = self.sdp_flow_name(flow.name)
-            result = self.flow_status.get(name)
-            if result is None or result.status != "COMPLETED":
-                continue
-            commits = self.commits_after(self.qualified(flow.target), self.mv_versions.get(flow.target))
+            result = self.flow_status.get(self.sdp_flow_name(flow.name))
+            if output is not None and output.dataset_type == "MATERIALIZED_VIEW" and result is not None \
+                    and result.status == "COMPLETED":
+                refreshed.append(flow)
+        history = _in_parallel(lambda f: self.commits_after(self.qualified(f.target), self.mv_versions.get(f.target)),
+                               refreshed, key=lambda f: f.name)
+        for flow in refreshed:
+            result = self.flow_status[self.sdp_flow_name(flow.name)]
+            commits = history[flow.name]
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             written = sum(rows) if rows else None
             at = max((t for t, _ in commits), default=now())
@@ -656,7 +660,8 @@ class _Update:
 
     def commits_after(self, table: str, version: int | None) -> list[tuple[datetime, dict[str, str]]]:
         """(commit time in UTC, operation metrics) of the table's commits after `version`."""
-        rows = self.spark.sql(f"DESCRIBE HISTORY {table}").select("version", "timestamp", "operationMetrics").collect()
+        # An update makes a few commits per view; the newest 50 hold them without reading all history.
+        rows = self.spark.sql(f"DESCRIBE HISTORY {table} LIMIT 50").select("version", "timestamp", "operationMetrics").collect()
         result = []
         for row in rows:
             if version is None or int(row["version"]) > version:
@@ -686,6 +691,17 @@ class _Update:
     def write_file_state(self) -> None:
         measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values(),
                                  inflight.ledger_path(self.runner.home, self.pipeline.name))
+
+
+def _in_parallel(function: Callable[[Any], Any], items: Sequence[Any], key: Callable[[Any], Any] = lambda x: x,
+                 workers: int = 4) -> dict[Any, Any]:
+    """`{key(item): function(item)}`, calls made concurrently (small catalog requests to the engine)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not items:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return dict(zip((key(i) for i in items), pool.map(function, items)))
 
 
 def _expectation_results(rules: adapter.DatasetExpectations, counts: dict[str, Any], dataset: str) -> list[dict[str, Any]]:
