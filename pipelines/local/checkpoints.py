@@ -137,8 +137,11 @@ def list_landing(folder: str | Path) -> list[LandingFile]:
                 st = p.stat()
             except FileNotFoundError:  # removed while listing: not there any more
                 continue
+            # Milliseconds, as Hadoop's file status (and so the stream's source log) reports it: a
+            # finer disk time would never equal the time the stream recorded.
+            millis = st.st_mtime_ns // 1_000_000
             files.append(LandingFile(os.path.normpath(str(p)), st.st_size,
-                                     datetime.fromtimestamp(st.st_mtime, timezone.utc)))
+                                     datetime.fromtimestamp(millis / 1000, timezone.utc)))
     return sorted(files, key=lambda f: f.path)
 
 

@@ -107,3 +107,22 @@ def test_create_time_is_when_the_stream_saw_the_file(tmp_path):
     write_log(cp / "sources" / "0", "0", [{"path": path.as_uri(), "timestamp": 1_600_000_000_000, "batchId": 0}])
     [state] = C.file_states(landing, cp)
     assert state.create_time.timestamp() == 1_600_000_000  # the overwrite later did not change it
+
+
+
+def test_disk_time_has_the_millisecond_precision_of_spark_file_status(tmp_path, spark):
+    """A file untouched since the stream took it is not 'modified': its disk time must equal the time
+    the source log recorded, which is Hadoop's file status in milliseconds (Spark's `_metadata` says
+    what that is)."""
+    landing = tmp_path / "landing"
+    path = landing_file(landing, "a.json", 0)
+    path.write_text('{"a": 1}\n')
+    os.utime(path, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    [seen] = (spark.read.json(str(landing))
+              .selectExpr("unix_millis(_metadata.file_modification_time) AS ms").collect())
+    [listed] = C.list_landing(landing)
+    assert round(listed.modification_time.timestamp() * 1000) == seen.ms
+    cp = make_checkpoint(tmp_path, committed=[0], offsets=[0])
+    write_log(cp / "sources" / "0", "0", [{"path": path.as_uri(), "timestamp": seen.ms, "batchId": 0}])
+    [state] = C.file_states(landing, cp)
+    assert state.disk_modification_time == state.create_time
