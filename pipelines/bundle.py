@@ -308,12 +308,18 @@ class LocalSettings:
     variables: dict[str, Any]
     configuration: dict[str, str]
     spark_conf: dict[str, str]
+    # pipeline resource key -> configuration for that pipeline's local updates only
+    pipeline_configuration: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def configuration_of(self, pipeline_key: str) -> dict[str, str]:
+        """Local configuration of one pipeline: the common entries, then its own."""
+        return {**self.configuration, **self.pipeline_configuration.get(pipeline_key, {})}
 
 
 def load_local_settings(root: Path) -> LocalSettings:
     path = root / LOCAL_SETTINGS_FILE
     data = _read_yaml(path) if path.is_file() else {}
-    allowed = {"base_target", "variables", "configuration", "spark_conf"}
+    allowed = {"base_target", "variables", "configuration", "spark_conf", "pipelines"}
     unknown = set(data) - allowed
     if unknown:
         raise BundleError(
@@ -325,7 +331,20 @@ def load_local_settings(root: Path) -> LocalSettings:
         variables=dict(data.get("variables") or {}),
         configuration={str(k): str(v) for k, v in (data.get("configuration") or {}).items()},
         spark_conf={str(k): str(v) for k, v in (data.get("spark_conf") or {}).items()},
+        pipeline_configuration=_pipeline_configuration(path, data.get("pipelines") or {}),
     )
+
+
+def _pipeline_configuration(path: Path, data: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    result = {}
+    for key, entry in data.items():
+        if not isinstance(entry, Mapping) or set(entry) - {"configuration"}:
+            raise BundleError(
+                "BUNDLE_INVALID",
+                {"where": f"{path}: pipelines.{key}", "reason": "only `configuration` may be set per pipeline"},
+            )
+        result[str(key)] = {str(k): str(v) for k, v in (entry.get("configuration") or {}).items()}
+    return result
 
 
 def load_local_bundle(root: Path, home: Path) -> tuple[Bundle, LocalSettings]:
@@ -338,4 +357,11 @@ def load_local_bundle(root: Path, home: Path) -> tuple[Bundle, LocalSettings]:
         overrides=settings.variables,
         extra_context={"lakewatch": {"home": str(home)}},
     )
+    unknown = set(settings.pipeline_configuration) - set(bundle.resources("pipelines"))
+    if unknown:
+        raise BundleError(
+            "BUNDLE_INVALID",
+            {"where": f"{root / LOCAL_SETTINGS_FILE}: pipelines",
+             "reason": f"no pipeline resource {', '.join(sorted(unknown))} in the bundle"},
+        )
     return bundle, settings

@@ -187,7 +187,8 @@ class _Update:
         self.runner.print(text)
 
     def configuration(self) -> dict[str, str]:
-        conf = {**self.pipeline.configuration, **self.runner.settings.configuration, **dict(self.request.configuration)}
+        conf = {**self.pipeline.configuration, **self.runner.settings.configuration_of(self.pipeline.key),
+                **dict(self.request.configuration)}
         conf[adapter.ENGINE_KEY] = "local"
         conf.setdefault(adapter.SINK_ROOT_KEY, str(self.runner.home.sinks / self.pipeline.name))
         conf.setdefault(adapter.CATALOG_KEY, self.catalog)

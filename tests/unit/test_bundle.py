@@ -103,3 +103,18 @@ def test_project_bundle_resolves_for_the_local_engine(project_root, tmp_path):
     assert ingest.configuration["lakewatch.landing_root"] == f"{tmp_path}/landing"
     assert settings.configuration["lakewatch.engine"] == "local"
     assert ingest.event_log is not None
+
+
+def test_local_settings_configure_one_pipeline_and_name_an_unknown_one(tmp_path):
+    root = make(tmp_path)
+    (root / "lakewatch.local.yml").write_text(textwrap.dedent("""
+        configuration: {shared: "1", tuned: common}
+        pipelines:
+          ingest: {configuration: {tuned: ingest only}}
+    """))
+    _, settings = load_local_bundle(root, tmp_path / "home")
+    assert settings.configuration_of("ingest") == {"shared": "1", "tuned": "ingest only"}
+    assert settings.configuration_of("other") == {"shared": "1", "tuned": "common"}
+    (root / "lakewatch.local.yml").write_text("pipelines: {ingset: {configuration: {a: b}}}\n")
+    with pytest.raises(BundleError, match="no pipeline resource ingset"):
+        load_local_bundle(root, tmp_path / "home")
