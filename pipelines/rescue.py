@@ -1,18 +1,40 @@
 """Auto Loader's `rescue` semantics for JSON lines, as plain Spark expressions.
 
 Open-source Spark ignores `rescuedDataColumn`, so the local engine reads each line as text and
-derives the typed columns, `_rescued_data` and `_corrupt_record` itself:
+derives the typed columns, `_rescued_data` and `_corrupt_record` itself. Spark's own JSON reader
+(the parser Auto Loader builds on) is the reference; tests/unit/test_rescue.py compares with it
+line by line, and with Python's `json` module for "nothing lost".
 
-- a line that is not a JSON object (malformed, truncated, an array, a bare value) is kept: all typed
-  columns NULL, the raw text in `_corrupt_record`;
-- a field that is not in the schema, differs from a schema column only in case, or whose value does
-  not fit the declared type goes into `_rescued_data`, a JSON object of the rescued fields (values
-  as their JSON text) plus `_file_path`; the row is kept and its other columns are typed as usual;
-- fields whose value is JSON null are not rescued; a line of white space is not a record.
+- Records. A line of JSON white space (space, tab) is no record. One UTF-8 byte-order mark at the
+  start of a line is skipped, as Spark's reader does. Anything that is not a JSON object (malformed
+  or truncated text, a bare value, a top-level array, a line of other control characters such as
+  \\x0B or \\f) is one row with every typed column NULL and the raw line in `_corrupt_record`.
+- Typed values: Spark's JSON conversion of the declared type (the same converters as the reader),
+  so a value that does not fit nulls only its own column. A STRING column takes any JSON value; a
+  non-string value keeps its exact JSON text, as Spark's reader gives it (`1.10`, not `1.1`).
+- A key that occurs more than once: the column takes the last occurrence that fits its type (what
+  Spark's reader keeps); every other non-null occurrence is rescued.
+- STRUCT, ARRAY and MAP columns: a value of which any part does not fit is rescued whole and the
+  column is NULL (Spark's reader would keep the parts that fit; Auto Loader rescues the field).
+- `_rescued_data`: every non-null value that was not typed (unknown fields, fields that differ from
+  a column only in case, values that do not fit) as a JSON object of field name to value, strings
+  as their content and other values as their exact JSON text, in line order, then `_file_path`.
+  Duplicate names are written out as they are (also a record's own `_file_path`): nothing is lost.
+- JSON null is no value: never rescued.
 
-Type conversion is Spark's JSON parser with the declared schema (the parser Auto Loader builds on).
-Works on batch and streaming DataFrames and never calls `.columns`, so it runs inside pipeline
-query functions.
+Known, deliberate differences from Spark's reader and Databricks: a top-level array is one corrupt
+row (Spark reads an array of objects as one row per element and drops `[]`); fields inside a STRUCT
+that the struct type does not declare are dropped as Spark's reader drops them (not rescued); text
+after the first JSON value of a line is ignored, as Spark's reader ignores it; lines that are not
+UTF-8 (UTF-16/32) are corrupt. A line whose top-level values nest deeper than `_NESTING` brackets,
+or holding NaN/Infinity where the keys cannot be read exactly, falls back to Jackson's view: each
+key's last value only, rescued as Jackson's compact text, complex columns typed in part. Whether
+Databricks orders `_rescued_data` keys or formats numbers the same way is not verified.
+
+Cost: every line is parsed twice (typed, and its keys). Only lines with something to rescue, a
+duplicate key, or a STRING column holding a non-string value take the slow way: a regular
+expression finds each top-level value's exact text and each value is converted alone. No UDFs, no
+actions, no `.columns`: it runs on streaming DataFrames inside pipeline query functions.
 """
 
 from __future__ import annotations
@@ -25,43 +47,119 @@ from pyspark.sql import functions as F
 from pipelines.config import CORRUPT_RECORD, RESCUED_DATA
 from pipelines.config import Column as SchemaColumn
 
+_P = "__rescue_"  # prefix of intermediate columns
+_OPTIONS = {"columnNameOfCorruptRecord": CORRUPT_RECORD}
+
+# One top-level member value of a JSON object, with Jackson's grammar as Spark configures it
+# (single-quoted strings and NaN/Infinity allowed). Possessive quantifiers only: linear time.
+_WS = "[ \\t]*+"
+_STRING = r'''"(?:[^"\\]++|\\.)*+"|'(?:[^'\\]++|\\.)*+\''''
+_SCALAR = r'''[^"'{}\[\],: \t]++'''
+_NESTING = 24
+
+
+def _bracketed(depth: int) -> str:
+    """A `{...}` or `[...]` with brackets nested up to `depth` levels; strings skipped whole."""
+    group = r'''[{\[](?:%s|[^"'{}\[\]]++)*+[}\]]''' % _STRING
+    for _ in range(depth - 1):
+        group = r'''[{\[](?:%s|[^"'{}\[\]]++|%s)*+[}\]]''' % (_STRING, group)
+    return group
+
+
+MEMBERS = f"\\G{_WS}[{{,]{_WS}({_STRING}){_WS}:{_WS}((?:{_STRING}|{_bracketed(_NESTING)}|{_SCALAR}))"
+# A STRING column's value as from_json renders it may not be the exact text of the JSON value:
+# objects, arrays, numbers, NaN/Infinity (rendered quoted). A string that looks so is harmless.
+_MAY_DIFFER = r'^(?:[\[{"]|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?$)'
+
 
 def _ddl(columns: Sequence[SchemaColumn]) -> str:
     return ", ".join(f"`{c.name}` {c.data_type}" for c in columns)
 
 
-def rescued_fields(raw: Column, typed: Column, columns: Sequence[SchemaColumn]) -> Column:
-    """Map of the fields of one JSON object that the schema cannot hold, to their JSON text.
+def _is_string(c: SchemaColumn) -> bool:
+    return c.data_type.strip().upper() == "STRING"
 
-    `raw` is the line parsed as MAP<STRING,STRING> (every key, values as text); `typed` is the
-    line parsed with the declared schema. A declared field is rescued when its value is present in
-    `raw` but NULL in `typed`, i.e. it did not fit the type.
+
+def _json_string(text: Column) -> Column:
+    """`text` as a JSON string literal (quoted and escaped)."""
+    return F.regexp_replace(F.to_json(F.array(text)), r"^\[|\]$", "")
+
+
+def _by_key(key: Column, values: dict[str, Column], otherwise: Column) -> Column:
+    """CASE key WHEN <name> THEN values[name] ... ELSE otherwise END."""
+    result: Column | None = None
+    for name, value in values.items():
+        result = F.when(key == name, value) if result is None else result.when(key == name, value)
+    return otherwise if result is None else result.otherwise(otherwise)
+
+
+def _alone(text: Column, data_type: str) -> Column:
+    """One JSON value (its text) converted alone: STRUCT<v, _corrupt_record>."""
+    return F.from_json(F.concat(F.lit('{"v":'), text, F.lit("}")), f"v {data_type}, `{CORRUPT_RECORD}` STRING", _OPTIONS)
+
+
+def _entries(body: Column, keys: Column, found: Column, columns: Sequence[SchemaColumn]) -> Column:
+    """ARRAY<STRUCT<key, value, is_null, fits, c0, c1, ...>> of an object's top-level members in
+    line order, from `found` (their exact JSON texts, see MEMBERS): `value` is the rescue
+    text (a string's content, else the exact text), `fits` whether the value converts to its
+    column's type, `c<k>` the converted value of column k.
     """
-    declared = F.array(*[F.lit(c.name) for c in columns])
-    unfit = F.create_map(
-        *[x for c in columns for x in (F.lit(c.name), typed[c.name].isNull())]
-    )
 
-    def rescue(key: Column, value: Column) -> Column:
-        unknown = ~F.array_contains(declared, key)
-        mismatched = F.coalesce(F.try_element_at(unfit, key), F.lit(False))
-        return value.isNotNull() & (unknown | mismatched)
+    def entry(key: Column, i: Column) -> Column:
+        text = F.get(found, i)
+        is_null = text == "null"
+        quoted = F.substring(text, 1, 1).isin('"', "'")
+        content = F.when(quoted, F.from_json(F.concat(F.lit('{"v":'), text, F.lit("}")), "v STRING")["v"]).otherwise(text)
+        converted = {}
+        converts = {}
+        fits = {}
+        for k, c in enumerate(columns):
+            if _is_string(c):
+                converted[f"c{k}"] = F.when((key == c.name) & ~is_null, content)
+                converts[c.name] = fits[c.name] = ~is_null
+            else:
+                alone = _alone(text, c.data_type)
+                converted[f"c{k}"] = F.when(key == c.name, alone["v"])
+                converts[c.name] = ~is_null & alone["v"].isNotNull()
+                fits[c.name] = converts[c.name] & alone[CORRUPT_RECORD].isNull()
+        return F.struct(
+            key.alias("key"), content.alias("value"), is_null.alias("is_null"),
+            _by_key(key, converts, F.lit(False)).alias("converts"),
+            _by_key(key, fits, F.lit(False)).alias("fits"),
+            *[v.alias(name) for name, v in converted.items()],
+        )
 
-    return F.map_filter(raw, rescue)
+    return F.transform(keys, entry)
+
+
+def _compact_entries(body: Column, keys: Column, compact: Column) -> Column:
+    """The fallback of `_entries` for a line MEMBERS cannot follow (nesting deeper than
+    `_NESTING`) or `json_object_keys` refuses (NaN): Jackson's text of each distinct key's last
+    value, from `compact` (the line as MAP<STRING,STRING>, parsed here if NULL)."""
+    compact = F.coalesce(compact, F.from_json(body, "MAP<STRING,STRING>"))
+    return F.transform(F.coalesce(F.array_distinct(keys), F.map_keys(compact)), lambda key: F.struct(
+        key.alias("key"), F.element_at(compact, key).alias("value"),
+        F.element_at(compact, key).isNull().alias("is_null"),
+    ))
+
+
+def _reader_occurrence(entries: Column, name: str) -> Column:
+    """0-based index of the member `name` whose value Spark's reader keeps (the last one that
+    converts at least in part), -1 if none."""
+    marked = F.transform(entries, lambda e, i: F.when((e["key"] == name) & e["converts"], i))
+    return F.aggregate(marked, F.lit(-1), lambda acc, i: F.coalesce(i, acc))
 
 
 def rescued_json(fields: Column, file_path: Column) -> Column:
-    """JSON object text of the rescued fields plus `_file_path`, or NULL when nothing was rescued.
+    """JSON object text of ARRAY<STRUCT<key, value>> plus `_file_path`, NULL when it is empty.
 
-    Built by joining two JSON objects as text, so a record that itself has a `_file_path` key
-    keeps it (no map-key collision, nothing lost).
+    Written entry by entry (not via a map), so duplicate names, including a record's own
+    `_file_path`, are all kept.
     """
-    body = F.to_json(fields)
-    path = F.to_json(F.create_map(F.lit("_file_path"), file_path))
-    return F.when(
-        F.size(fields) > 0,
-        F.concat(F.regexp_replace(body, r"\}$", ","), F.regexp_replace(path, r"^\{", "")),
-    )
+    pairs = F.transform(fields, lambda f: F.concat(_json_string(f["key"]), F.lit(":"), _json_string(f["value"])))
+    path = F.concat(F.lit('"_file_path":'), _json_string(file_path))
+    body = F.array_join(F.concat(pairs, F.array(path)), ",")
+    return F.when(F.size(fields) > 0, F.concat(F.lit("{"), body, F.lit("}")))
 
 
 def rescue_json_lines(
@@ -73,23 +171,93 @@ def rescue_json_lines(
 ) -> DataFrame:
     """Typed columns, `_rescued_data`, `_corrupt_record`, then the `passthrough` columns.
 
-    `df` has one raw line per row in column `line`; blank lines are dropped (not records).
+    `df` has one raw line per row in column `line`; lines of JSON white space are dropped (not
+    records). Separate projections compute each shared expression once per line.
     """
-    text = F.col(line)
-    raw = F.from_json(text, "MAP<STRING,STRING>")
-    typed = F.from_json(text, _ddl(columns))
-    corrupt = raw.isNull()
-    typed_columns = [
-        F.when(~corrupt, typed[c.name]).alias(c.name) for c in columns
-    ]
-    return (
-        df.where(text.rlike(r"\S"))
-        .select(
-            *typed_columns,
-            F.when(~corrupt, rescued_json(rescued_fields(raw, typed, columns), F.col(file_path))).alias(
-                RESCUED_DATA
-            ),
-            F.when(corrupt, text).alias(CORRUPT_RECORD),
-            *[F.col(c) for c in passthrough],
-        )
+    keep = [F.col(c) for c in dict.fromkeys([file_path, *passthrough])]
+    raw = F.col(line)
+    # Spark's reader hands Jackson bytes, which skips one UTF-8 byte-order mark (4 bytes or more).
+    body = F.regexp_replace(raw, "^\ufeff(?=.)", "")
+    lines = df.where(~body.rlike(f"^{_WS}$")).select(
+        raw.alias(f"{_P}raw"), body.alias(f"{_P}body"), *keep
+    )
+    raw, body = F.col(f"{_P}raw"), F.col(f"{_P}body")
+
+    declared = F.array(*[F.lit(c.name) for c in columns])
+    parsed = lines.select(
+        "*",
+        F.json_object_keys(body).alias(f"{_P}keys"),
+        F.from_json(body, f"{_ddl(columns)}, `{CORRUPT_RECORD}` STRING", _OPTIONS).alias(f"{_P}typed"),
+    )
+    keys, typed = F.col(f"{_P}keys"), F.col(f"{_P}typed")
+    # `json_object_keys` parses with other options than Spark's reader (it refuses NaN, accepts raw
+    # control characters in strings), so a line it refuses or that does not fit is parsed once more
+    # the reader's way (a MAP of every value as text) to tell whether it is a corrupt record.
+    suspicious = keys.isNull() | typed.isNull() | typed[CORRUPT_RECORD].isNotNull()
+    checked = parsed.select(
+        "*", F.when(suspicious, F.from_json(body, "MAP<STRING,STRING>")).alias(f"{_P}map"),
+    )
+    compact = F.col(f"{_P}map")
+    corrupt = body.rlike(f"^{_WS}\\[") | (suspicious & compact.isNull())
+    string_may_differ = F.lit(False)
+    for c in columns:
+        if _is_string(c):
+            string_may_differ = string_may_differ | F.coalesce(typed[c.name].rlike(_MAY_DIFFER), F.lit(False))
+    # Nothing to rescue: every key declared, once, every value fits, no STRING text to restore.
+    plain = (
+        corrupt
+        | (~suspicious
+           & (F.size(F.array_distinct(keys)) == F.size(keys))
+           & (F.size(F.array_except(keys, declared)) == 0)
+           & ~string_may_differ)
+    )
+    # The slow way, only for lines that are not plain.
+    # Keys as Jackson reads them; where json_object_keys refused the line (NaN), the pattern's keys
+    # decoded by Spark's parser, trusted if they are all the keys the MAP parse saw.
+    found = checked.select(
+        "*",
+        F.when(~plain, F.regexp_extract_all(body, F.lit(MEMBERS), 2)).alias(f"{_P}found"),
+        F.when(~plain & keys.isNull(), F.from_json(F.concat(
+            F.lit("["), F.array_join(F.regexp_extract_all(body, F.lit(MEMBERS), 1), ","), F.lit("]")),
+            "ARRAY<STRING>")).alias(f"{_P}found_keys"),
+    )
+    found_keys = F.col(f"{_P}found_keys")
+    keys = F.coalesce(keys, found_keys)
+    exact = F.coalesce(
+        (F.size(F.col(f"{_P}found")) == F.size(keys))
+        & (F.col(f"{_P}keys").isNotNull() | (F.size(F.array_distinct(found_keys)) == F.size(compact))),
+        F.lit(False),
+    )
+    slow = found.select(
+        "*",
+        exact.alias(f"{_P}exact"),
+        F.when(~plain & exact, _entries(body, keys, F.col(f"{_P}found"), columns)).alias(f"{_P}entries"),
+        F.when(~plain & ~exact, _compact_entries(body, F.col(f"{_P}keys"), compact)).alias(f"{_P}compact"),
+    )
+    exact, entries, compact = F.col(f"{_P}exact"), F.col(f"{_P}entries"), F.col(f"{_P}compact")
+    at = slow.select("*", F.array(*[_reader_occurrence(entries, c.name) for c in columns]).alias(f"{_P}at"))
+    at_col = F.col(f"{_P}at")
+
+    def typed_column(k: int, c: SchemaColumn) -> Column:
+        kept = F.get(entries, F.get(at_col, k))
+        value = F.when(plain | ~exact, typed[c.name]).otherwise(F.when(kept["fits"], kept[f"c{k}"]))
+        return F.when(~corrupt, value).alias(c.name)
+
+    def rescued(e: Column, i: Column) -> Column:
+        typed_here = e["fits"] & _by_key(e["key"], {c.name: i == F.get(at_col, k) for k, c in enumerate(columns)}, F.lit(False))
+        return ~e["is_null"] & ~typed_here
+
+    def rescued_compact(e: Column) -> Column:
+        unfit = _by_key(e["key"], {c.name: typed[c.name].isNull() for c in columns}, F.lit(True))
+        return ~e["is_null"] & unfit
+
+    def pairs(fields: Column) -> Column:
+        return F.transform(fields, lambda e: F.struct(e["key"].alias("key"), e["value"].alias("value")))
+
+    fields = F.when(exact, pairs(F.filter(entries, rescued))).otherwise(pairs(F.filter(compact, rescued_compact)))
+    return at.select(
+        *[typed_column(k, c) for k, c in enumerate(columns)],
+        F.when(~plain, rescued_json(fields, F.col(file_path))).alias(RESCUED_DATA),
+        F.when(corrupt, raw).alias(CORRUPT_RECORD),
+        *[F.col(c) for c in passthrough],
     )

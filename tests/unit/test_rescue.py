@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql import functions as F
 
+from pipelines.config import CORRUPT_RECORD, RESCUED_DATA
+from pipelines.config import Column as SchemaColumn
 from pipelines.rescue import rescue_json_lines
 from tests.builders import FILE, ORDERS_COLUMNS, line, order, rescued
 
@@ -58,7 +65,8 @@ def test_unknown_field_is_rescued_and_the_row_keeps_its_columns(spark):
     actual = rescue(spark, line(order(coupon="A1", nested={"x": [1, 2]})))
     assert_df_equality(
         actual,
-        expected(spark, (1, 9.5, TS, "ok", rescued(coupon="A1", nested='{"x":[1,2]}'), None)),
+        # the exact JSON text of the line (json.dumps writes `{"x": [1, 2]}`)
+        expected(spark, (1, 9.5, TS, "ok", rescued(coupon="A1", nested=json.dumps({"x": [1, 2]})), None)),
     )
 
 
@@ -100,3 +108,239 @@ def test_record_with_its_own_file_path_key_loses_nothing(spark):
 def test_every_line_comes_out_exactly_once(spark):
     lines = [line(order(order_id=i)) for i in range(20)] + ["bad"] * 3 + [line(order(x=1))] * 2
     assert rescue(spark, *lines).count() == len(lines)
+
+
+# --- Oracles -------------------------------------------------------------------------------------
+# Hostile lines, each checked against independent oracles instead of labels written for them:
+# (a) Spark's JSON reader with the declared schema gives the typed values;
+# (b) Spark's JSON reader with every column as STRING decides what is a corrupt record (a line that
+#     is not a JSON object, e.g. a top-level array, is one too: a deliberate choice, see rescue.py);
+# (c) Python's `json` module lists the line's members: every non-null one is typed or rescued with
+#     its exact value (numbers compared digit for digit), and nothing else is rescued.
+
+ORACLE_COLUMNS = (
+    SchemaColumn("id", "BIGINT"),
+    SchemaColumn("n", "INT"),
+    SchemaColumn("amount", "DOUBLE"),
+    SchemaColumn("ts", "TIMESTAMP"),
+    SchemaColumn("note", "STRING"),
+    SchemaColumn("flag", "BOOLEAN"),
+    SchemaColumn("tags", "ARRAY<INT>"),
+    SchemaColumn("attrs", "MAP<STRING, INT>"),
+    SchemaColumn("point", "STRUCT<x: INT, y: INT>"),
+)
+PI = "3.141592653589793238462643383279"  # more digits than a double holds
+
+
+def record(**fields: Any) -> str:
+    """A line where everything fits; override or add fields with keyword arguments."""
+    good = {"id": 1, "n": 2, "amount": 9.5, "ts": "2026-11-01T10:00:00Z", "note": "ok", "flag": True,
+            "tags": [1, 2], "attrs": {"k": 1}, "point": {"x": 1, "y": 2}}
+    return json.dumps({**good, **fields})
+
+
+def members(*pairs: tuple[str, str]) -> str:
+    """An object written member by member, values as raw JSON text: keys may repeat."""
+    return "{" + ", ".join(f"{json.dumps(key)}: {value}" for key, value in pairs) + "}"
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+HOSTILE = [
+    record(),
+    "{}",
+    # STRUCT, ARRAY, MAP values that fit only in part
+    record(point={"x": 1, "y": "a"}),
+    record(tags=[1, "x", 3]),
+    record(attrs={"k": 1, "j": "x"}),
+    record(point={"x": 1}, tags=[], attrs={}),
+    record(point=[1, 2], tags={"a": 1}, attrs=[1]),
+    # duplicate keys
+    members(("id", "1"), ("id", "2")),
+    members(("id", '"x"'), ("id", "2")),
+    members(("id", "1"), ("id", '"x"')),
+    members(("z", "1"), ("z", "2"), ("z", "null")),
+    members(("note", '"a"'), ("note", '{"b": 1.50}')),
+    members(("point", '{"x": 1}'), ("point", '{"x": "bad"}')),
+    members(("tags", "[1]"), ("tags", "[2]")),
+    # white space and control characters
+    "", "\t \t", "\x0b", "\x0c", " \x0b ", "\x0c" + record(),
+    # top-level arrays and bare values
+    '[{"id": 7}, {"id": 8}]', "[]", "[1, 2]", ' [{"id": 1}]', "42", '"str"', "null", "true",
+    # byte-order marks in the middle of a file
+    "\ufeff" + record(), "\ufeff", "\ufeff ", "\ufeff\ufeff" + record(), "\ufeff[]", " \ufeff{}",
+    # keys differing only in case
+    record(ID=3), members(("id", "1"), ("Id", "2"), ("ID", '"3"')), record(Note="x", POINT={"x": 1}),
+    # JSON null
+    record(id=None, extra=None), record(point=None, note=None, tags=None),
+    # numbers too large
+    record(n=2**31), record(n=-(2**31) - 1), record(id=2**63), record(id=10**20),
+    members(("amount", "1e400")), members(("id", "1.0")), members(("n", "1e2")),
+    # strings for numbers, booleans, timestamps
+    record(id="12"), record(amount="9.5"), record(flag="true"), record(ts=12345), record(ts="yesterday"),
+    # non-string values for a STRING column: Spark's reader keeps their exact text
+    record(note={"a": [1, 2.5]}), members(("note", '{"a" : [1, 2.50, 1e3]}')), members(("note", "1.10")),
+    members(("note", "-0")), members(("note", "true")), members(("note", PI)), members(("note", "1e400")),
+    members(("note", "NaN")), members(("note", "[ ]")),
+    # rescued numbers keep their digits
+    members(("extra", PI), ("big", "1e400"), ("neg", "-0.0"), ("exp", "1E+2"), ("nan", "NaN")),
+    # unicode escapes, in values and keys
+    r'{"note": "\u00e9\u0041\ud83d\ude00"}', r'{"\u0069d": 4}', r'{"x\u00e9": "\"q\" \\ \n", "\u0000": 1}',
+    record(**{"é": "ü", "emoji": "😀"}),
+    # a record's own _file_path, trailing text, broken objects
+    members(("_file_path", '"theirs"')), '{"id": 1} {"id": 2}', '{"id": 1}x', '{"id": 1,}',
+    '{"id": 1', "not json", '{"id": 01}', '{"id": 1, "note": "a\tb"}',
+    # single quotes (Jackson allows them in Spark), nesting deeper than the exact-text pattern follows
+    "{'id': 1, 'extra': 'x'}", members(("id", "1"), ("deep", nested(40))), members(("note", nested(40))),
+]
+# Lines at the very start of a file, where the text source itself drops a byte-order mark.
+FILE_START = ["\ufeff" + record(id=6), "\ufeff\ufeff" + record(id=6), "\ufeff"]
+
+
+def python_members(text: str) -> Any:
+    """The line's members as Python's json module reads them: (key, value) pairs, duplicates kept,
+    numbers as Decimal (digit for digit), NaN and Infinity as tagged constants. None if unreadable."""
+    decoder = json.JSONDecoder(object_pairs_hook=list, parse_float=Decimal,
+                               parse_constant=lambda name: ("constant", name))
+    try:  # the first value; text after it is ignored, as Spark's reader ignores it
+        return decoder.raw_decode(text.lstrip("\ufeff \t"))[0]
+    except ValueError:
+        return None
+
+
+def exact(value: Any) -> Any:
+    """`value` comparable digit for digit: Decimal('1.10') differs from Decimal('1.1')."""
+    if isinstance(value, Decimal):
+        return ("decimal", str(value))
+    if isinstance(value, (list, tuple)):
+        return [exact(v) for v in value]
+    return value
+
+
+def same(a: Any, b: Any) -> bool:
+    return a == b or repr(a) == repr(b)  # NaN
+
+
+@dataclass
+class Case:
+    line: str
+    reader: list  # rows of Spark's reader, declared schema
+    strings: list  # rows of Spark's reader, every column STRING
+    ours: list  # rows of rescue_json_lines
+
+
+@pytest.fixture(scope="module")
+def oracle(spark, tmp_path_factory) -> dict[str, Case]:
+    """Every hostile line in a file of its own (after an empty line, so a byte-order mark is at the
+    start of a line, not of the file), read once by each side."""
+    root = tmp_path_factory.mktemp("hostile")
+    cases = {}
+    for prefix, lines, lead in (("mid", HOSTILE, "\n"), ("start", FILE_START, "")):
+        for i, text in enumerate(lines):
+            name = f"{prefix}-{i:03d}.json"
+            (root / name).write_bytes((lead + text + "\n").encode("utf-8"))
+            cases[name] = Case(text, [], [], [])
+
+    def by_file(df, into: str) -> None:
+        for row in df.select("*", F.col("_metadata.file_name").alias("_file")).collect():
+            getattr(cases[row["_file"]], into).append(row)
+
+    def reader(ddl: str):
+        return spark.read.schema(f"{ddl}, `{CORRUPT_RECORD}` STRING").option(
+            "columnNameOfCorruptRecord", CORRUPT_RECORD).json(str(root))
+
+    by_file(reader(", ".join(f"`{c.name}` {c.data_type}" for c in ORACLE_COLUMNS)), "reader")
+    by_file(reader(", ".join(f"`{c.name}` STRING" for c in ORACLE_COLUMNS)), "strings")
+    lines = spark.read.text(str(root)).select("value", F.col("_metadata.file_path").alias("path"))
+    by_file(rescue_json_lines(lines, ORACLE_COLUMNS, file_path="path", passthrough=["path"]), "ours")
+    return cases
+
+
+def failures(oracle: dict[str, Case], check) -> str:
+    found = [f"{case.line!r}: {problem}" for case in oracle.values() for problem in check(case)]
+    return "\n".join(found)
+
+
+def expected_rows(case: Case) -> list[bool]:
+    """Oracle (b): one flag per expected row, True for a corrupt record."""
+    if any(r[CORRUPT_RECORD] is not None for r in case.strings):
+        return [True]
+    if case.line.lstrip("\ufeff \t").startswith("["):
+        return [True]  # not a JSON object: kept whole (Spark would read its objects, or drop `[]`)
+    return [False] * len(case.strings)
+
+
+def test_oracle_corrupt_records_are_those_of_sparks_reader(oracle):
+    def check(case: Case):
+        flags = [r[CORRUPT_RECORD] is not None for r in case.ours]
+        if flags != expected_rows(case):
+            yield f"rows (True = corrupt): ours {flags}, expected {expected_rows(case)}"
+        for row in case.ours:
+            if row[CORRUPT_RECORD] is not None:
+                typed = [c.name for c in ORACLE_COLUMNS if row[c.name] is not None]
+                if typed or row[RESCUED_DATA] is not None:
+                    yield f"corrupt row also has {typed} {row[RESCUED_DATA]!r}"
+                raw = next((r[CORRUPT_RECORD] for r in case.strings if r[CORRUPT_RECORD]), case.line)
+                if row[CORRUPT_RECORD] != raw:
+                    yield f"_corrupt_record {row[CORRUPT_RECORD]!r}, Spark's reader {raw!r}"
+
+    problems = failures(oracle, check)
+    assert not problems, "\n" + problems
+
+
+def test_oracle_typed_values_are_those_of_sparks_reader(oracle):
+    """Where every field fits, all typed columns equal the reader's; elsewhere a typed value that
+    we give is the reader's (we may NULL a complex column the reader fills in part)."""
+
+    def check(case: Case):
+        if len(case.ours) != 1 or len(case.reader) != 1 or case.ours[0][CORRUPT_RECORD] is not None:
+            return
+        ours, theirs = case.ours[0], case.reader[0]
+        everything_fits = theirs[CORRUPT_RECORD] is None
+        for c in ORACLE_COLUMNS:
+            if (everything_fits or ours[c.name] is not None) and not same(ours[c.name], theirs[c.name]):
+                yield f"{c.name}: ours {ours[c.name]!r}, Spark's reader {theirs[c.name]!r}"
+
+    problems = failures(oracle, check)
+    assert not problems, "\n" + problems
+
+
+def test_oracle_nothing_is_lost(oracle):
+    """Every non-null member is typed (at most once per column) or rescued with its exact value;
+    nothing else is rescued; `_file_path` comes last."""
+
+    def check(case: Case):
+        if len(case.ours) != 1 or case.ours[0][CORRUPT_RECORD] is not None:
+            return
+        row = case.ours[0]
+        pairs = python_members(case.line)
+        if pairs is None:  # beyond Python's json (single quotes): Spark's reader is the oracle
+            assert case.line.startswith("{'")
+            return
+        rescued = json.loads(row[RESCUED_DATA] or "[]", object_pairs_hook=list)
+        if rescued:
+            if rescued[-1] != ["_file_path", row["path"]] and rescued[-1] != ("_file_path", row["path"]):
+                yield f"_file_path is not last: {rescued!r}"
+            rescued = rescued[:-1]
+        left = list(rescued)
+        typed = []
+        for key, value in pairs:
+            if value is None:
+                continue
+            match = next((i for i, (k, text) in enumerate(left) if k == key and (
+                text == value if isinstance(value, str) else exact(python_members(text)) == exact(value))), None)
+            if match is not None:
+                left.pop(match)
+            else:
+                typed.append(key)
+        declared = {c.name for c in ORACLE_COLUMNS}
+        for key in typed:
+            if key not in declared or row[key] is None or typed.count(key) > 1:
+                yield f"member {key!r} is neither typed nor rescued exactly (rescued: {rescued!r})"
+        if left:
+            yield f"rescued but not in the line: {left!r}"
+
+    problems = failures(oracle, check)
+    assert not problems, "\n" + problems
