@@ -32,8 +32,12 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 demo: setup
 	$(BIN)/lakewatch demo
 
+# Two pytest workers (one per core); a module's tests stay on one worker, so its state folder, engine
+# and fixtures are set up once (tests/conftest.py).
+PYTEST_WORKERS ?= 2
+
 test: setup browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit

@@ -33,6 +33,14 @@ TEST_TUNING = {
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
 
+# For many small queries over little data (the observability tables, unit tests): compiling code
+# for every plan and re-planning adaptively cost more than they save (bench/RESULTS.md).
+SMALL_DATA_TUNING = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
+}
+
 DELTA_CONF = {
     # Tables default to Delta, as on Databricks (SDP would otherwise create parquet tables).
     "spark.sql.sources.default": "delta",
@@ -186,6 +194,7 @@ def classic_test_session(tmp: Path) -> "object":
         **base_conf(f"-Dlog4j2.configurationFile=file:{config} -Dderby.system.home={tmp}"),
         "spark.master": "local[1]",
         "spark.sql.warehouse.dir": str(tmp / "warehouse"),
+        **SMALL_DATA_TUNING,
     }
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -26,15 +26,3 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("demo_home")
     Cli(home).run("demo", "--rows", "150", timeout=DEMO_TIMEOUT_SECONDS)
     return home
-
-
-# Modules that share the demo's state folder run on one pytest-xdist worker; every other module is a
-# group of its own, so its module-scoped state folder (and engine) is set up once.
-DEMO_MODULES = {"test_demo", "test_dashboard_page"}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1]
-        if "integration" in item.nodeid.split("/"):
-            item.add_marker(pytest.mark.xdist_group("demo" if module in DEMO_MODULES else module))
