@@ -28,6 +28,7 @@ def _group(item: pytest.Item) -> str:
     return "demo" if module in DEMO_MODULES else module
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))

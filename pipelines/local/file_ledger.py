@@ -1,7 +1,8 @@
 """What the local runner learns about a landing file once, when the file is first committed, and keeps
 across updates (the streaming checkpoint does not say it): the earliest commit time (a full refresh
 re-commits every file at a new time), the lines with content in the file, counted without Spark, and
-the file's size then. Kept in `<home>/state/files/<pipeline>.json`.
+the file's size and time on disk then (a file re-delivered after a failed batch first read it is
+committed as re-delivered: the source log keeps the time it was first seen). Kept in `<home>/state/files/<pipeline>.json`.
 
 Lines with content: a landing file is split into lines at CR, LF or CRLF (as Hadoop's line reader
 does); a line counts when it holds anything but spaces and tabs (the only whitespace JSON allows on a
@@ -30,6 +31,7 @@ class LedgerEntry:
     first_commit_time: str | None = None  # ISO time
     lines: int | None = None
     committed_size: int | None = None
+    committed_modification_time: str | None = None  # ISO time, the file's time on disk then
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -88,8 +90,10 @@ class FileLedger:
     def entry(self, flow: str, path: str) -> LedgerEntry:
         return self.entries.setdefault(f"{flow}\t{path}", LedgerEntry())
 
-    def record_commit(self, flow: str, path: str, first_commit: datetime | None, size: int | None) -> LedgerEntry:
-        """Notes a committed file: its earliest commit, and (once) its size and line count."""
+    def record_commit(self, flow: str, path: str, first_commit: datetime | None, size: int | None,
+                      modification_time: datetime | None = None) -> LedgerEntry:
+        """Notes a committed file: its earliest commit, and (once) its size, time on disk and line
+        count as the runner first sees it committed (after the update that committed it)."""
         e = self.entry(flow, path)
         if first_commit is not None:
             known = datetime.fromisoformat(e.first_commit_time) if e.first_commit_time else None
@@ -98,6 +102,8 @@ class FileLedger:
         if e.lines is None and size is not None:
             e.lines = count_content_lines(path)
             e.committed_size = size
+        if e.committed_modification_time is None and modification_time is not None:
+            e.committed_modification_time = modification_time.isoformat()
         return e
 
     def save(self) -> None:

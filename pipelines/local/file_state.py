@@ -49,12 +49,15 @@ def rows_for(table_name: str, flow_name: str, states: Iterable[FileState], ledge
         first, lines, committed_size, committed_mtime, modified = None, None, None, None, None
         if s.state == "committed":
             commits = [t for t in (earliest.get(s.path), s.commit_time) if t is not None]
-            entry = ledger.record_commit(flow_name, s.path, min(commits) if commits else None, s.size)
+            entry = ledger.record_commit(flow_name, s.path, min(commits) if commits else None, s.size,
+                                         s.disk_modification_time)
             first = datetime.fromisoformat(entry.first_commit_time) if entry.first_commit_time else None
-            lines, committed_size, committed_mtime = entry.lines, entry.committed_size, s.create_time
+            lines, committed_size = entry.lines, entry.committed_size
+            committed_mtime = (datetime.fromisoformat(entry.committed_modification_time)
+                               if entry.committed_modification_time else None)
             if s.size is None:
                 modified = True  # deleted after it was ingested
-            elif committed_size is not None and s.disk_modification_time is not None:
+            elif committed_size is not None and committed_mtime is not None and s.disk_modification_time is not None:
                 modified = s.size != committed_size or s.disk_modification_time != committed_mtime
         rows.append((table_name, flow_name, s.path, s.size, s.create_time, s.discovery_time, s.commit_time,
                      s.batch_id, s.state, first, lines, committed_size, committed_mtime, modified))

@@ -102,6 +102,27 @@ def test_a_file_appended_to_after_ingest_is_flagged_and_keeps_its_first_count(tm
     assert after[10] == 2 and after[11] == 16 and after[13] is True  # counted as committed; changed since
 
 
+def test_a_file_redelivered_before_its_batch_committed_is_not_modified_after_ingest(tmp_path):
+    """The demo's case: a batch saw a truncated upload and failed; the producer re-delivered the file;
+    the batch re-ran (the source log keeps the first time it saw the file) and committed the whole
+    file. Nothing changed after ingestion."""
+    landing = tmp_path / "landing"
+    path = landing_file(landing, "a.json", 0)
+    path.write_bytes(b'{"a":1}\n{"a":2}\n{"a":3}\n')
+    os.utime(path, (1_700_000_500, 1_700_000_500))  # re-delivered after the stream first saw it
+    cp = make_checkpoint(tmp_path, committed=[0], offsets=[0])
+    seen_first = {**entry(path, 0), "timestamp": 1_700_000_000_000}
+    (cp / "sources" / "0").mkdir(parents=True)
+    (cp / "sources" / "0" / "0").write_text("v1\n" + __import__("json").dumps(seen_first) + "\n")
+    ledger = FileLedger(tmp_path / "ledger.json")
+    [row] = rows_for("t", "t_bronze", C.file_states(landing, cp), ledger, {})
+    assert row[4].timestamp() == 1_700_000_000  # create_time: when the stream first saw it
+    assert row[10] == 3 and row[12].timestamp() == 1_700_000_500 and row[13] is False
+    ledger.save()
+    [again] = rows_for("t", "t_bronze", C.file_states(landing, cp), FileLedger(tmp_path / "ledger.json"), {})
+    assert again[13] is False
+
+
 def test_backlog_of_a_missing_landing_folder_is_unknown_not_zero(tmp_path):
     with pytest.raises(FileNotFoundError):
         C.backlog(tmp_path / "nowhere", None)
