@@ -1,19 +1,32 @@
 """After `lakewatch demo` (four ingest updates, one failing on purpose, then the job's observability
 refresh): the event log agrees with the tables, the observability tables are filled and agree with
-the event log and bronze, and every alert query runs on them."""
+the event log and bronze, and every alert query runs on them. And the dashboard page the demo rendered:
+opened in headless Chromium, it loads without script errors or network requests, every data widget
+shows data, and a full-page screenshot is left in tests/artifacts/ for people to look at. (One module,
+so one pytest-xdist worker runs the demo once for all of them.)"""
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
+import struct
+import urllib.request
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 
+from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.observability.tables import HEALTH_METRIC_NAMES, PUBLISHED
-from tests.integration.helpers import Cli, LocalTables
+from tests.integration.chromium import CHROMIUM, WIDTH, DevTools, headless_chromium
+from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables
 
 pytestmark = pytest.mark.integration
 
 BRONZE = ("orders_bronze", "customers_bronze")
+ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
+LVDASH = PROJECT_ROOT / "dashboards" / "lakewatch.lvdash.json"
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +142,91 @@ def test_reconciliation_accounts_for_every_line_of_every_file(tables):
     rows = tables.table("reconciliation").collect()
     assert rows and {(r["difference"], r["status"]) for r in rows} == {(0, "ok")}
     assert sum(r["lines"] for r in rows) == sum(tables.table(b).count() for b in BRONZE)
+
+
+# -- the dashboard page ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def page_html(demo_home: Path) -> Path:
+    """The dashboard HTML `lakewatch demo` rendered from its tables with the local engine (the demo
+    exits non-zero when a widget fails), copied next to the screenshot for people to open."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    rendered = demo_home / "lakewatch_observability.html"
+    assert rendered.is_file(), f"the demo wrote no dashboard page at {rendered}"
+    output = ARTIFACTS / "dashboard.html"
+    shutil.copyfile(rendered, output)
+    return output
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium")
+    with headless_chromium(tmp_path_factory.mktemp("chromium-profile")) as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def loaded(browser: str, page_html: Path) -> dict:
+    """Opens the page, records what the browser reported, measures every widget, saves a screenshot."""
+    with urllib.request.urlopen(f"http://{browser}/json/list", timeout=10) as r:
+        target = next(t for t in json.load(r) if t["type"] == "page")
+    tools = DevTools(target["webSocketDebuggerUrl"])
+    try:
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            tools.call(f"{domain}.enable")
+        tools.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=1000, deviceScaleFactor=1, mobile=False)
+        tools.call("Page.navigate", url=page_html.resolve().as_uri())
+        tools.wait_for("Page.loadEventFired")
+        widgets = tools.call("Runtime.evaluate", returnByValue=True, expression="""
+            Array.from(document.querySelectorAll('[data-widget]')).map(e => {
+              const box = e.getBoundingClientRect();
+              return {name: e.dataset.widget, kind: e.dataset.kind, rows: e.dataset.rows, error: e.dataset.error || null,
+                      width: box.width, height: box.height,
+                      marks: e.querySelectorAll('svg rect, svg circle, svg path').length,
+                      cells: e.querySelectorAll('td').length, value: (e.querySelector('.counter-value') || {}).textContent};
+            })""")["result"]["value"]
+        height = tools.call("Page.getLayoutMetrics")["cssContentSize"]["height"]
+        shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                          clip={"x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1})
+        (ARTIFACTS / "dashboard.png").write_bytes(base64.b64decode(shot["data"]))
+        return {"widgets": widgets, "events": list(tools.events), "height": height}
+    finally:
+        tools.close()
+
+
+def test_page_loads_without_script_errors_or_network_requests(loaded, page_html):
+    events = loaded["events"]
+    exceptions = [e["params"]["exceptionDetails"] for e in events if e.get("method") == "Runtime.exceptionThrown"]
+    console = [e["params"] for e in events if e.get("method") == "Runtime.consoleAPICalled"
+               and e["params"]["type"] in ("error", "assert")]
+    logged = [e["params"]["entry"] for e in events if e.get("method") == "Log.entryAdded"
+              and e["params"]["entry"]["level"] == "error"]
+    assert not exceptions and not console and not logged, (exceptions, console, logged)
+    requests = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
+    assert requests and all(url == page_html.resolve().as_uri() or url.startswith("data:") for url in requests), requests
+
+
+def test_every_widget_shows_data(loaded):
+    dashboard = load_dashboard(LVDASH)
+    expected = {w.name: w.kind for _, w in dashboard.widgets()}
+    shown = {w["name"]: w for w in loaded["widgets"]}
+    assert set(shown) == set(expected)
+    for name, kind in expected.items():
+        w = shown[name]
+        assert w["width"] > 100 and w["height"] > 20, w
+        if kind == "text":
+            continue
+        assert w["error"] is None and int(w["rows"]) > 0, w
+        if kind in ("line", "bar"):
+            assert w["marks"] > 0, w
+        elif kind == "table":
+            assert w["cells"] > 0, w
+        else:
+            assert w["value"] and w["value"].strip() != "—", w
+
+
+def test_screenshot_is_saved_for_people(loaded):
+    png = (ARTIFACTS / "dashboard.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack("!II", png[16:24])
+    assert width == WIDTH and height == int(loaded["height"]) > 3000  # six pages, one long page
