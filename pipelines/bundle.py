@@ -3,7 +3,10 @@ references the way the Databricks CLI does, so the local runner uses the very sa
 definitions that `databricks bundle deploy` deploys.
 
 Variable precedence, highest first: explicit overrides (the local settings file), environment
-`BUNDLE_VAR_<name>`, the target's `variables`, the variable's `default`.
+`BUNDLE_VAR_<name>`, the target's `variables`, the variable's `default`. A `lookup` variable is
+resolved by the CLI against the workspace at deploy time: locally it needs an override (the local
+settings file sets `warehouse_id: local`). The selected target's `resources` are merged into the
+resources as the CLI merges them (mappings key by key, lists appended).
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ class Bundle:
     resource_files: dict[tuple[str, str], Path]
     overrides: dict[str, Any] = field(default_factory=dict)
     extra_context: dict[str, Any] = field(default_factory=dict)
+    # The offline check resolves a variable the deployer supplies (no default, not set by the target)
+    # or the CLI looks up to a marker (`<input var.x>`, `<warehouse named ...>`) instead of failing.
+    inputs_as_markers: bool = False
     _variables: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -92,13 +98,28 @@ class Bundle:
         target_vars = self.target_definition().get("variables") or {}
         if name in target_vars:
             value = target_vars[name]
+            if isinstance(value, Mapping) and "lookup" in value:
+                return _Lookup(dict(value["lookup"]))
             if isinstance(value, Mapping) and "default" in value:
                 return value["default"]
             return value
         definition = self.variable_definitions().get(name)
+        if isinstance(definition, Mapping) and "lookup" in definition:
+            return _Lookup(dict(definition["lookup"] or {}))
         if isinstance(definition, Mapping) and "default" in definition:
             return definition["default"]
         return _MISSING
+
+    def required_inputs(self) -> list[str]:
+        """Declared variables this target leaves to the deployer (no default, not set by the target,
+        not a lookup), in declaration order."""
+        saved = self.overrides
+        self.overrides = {}
+        try:
+            return [name for name in self.variable_definitions() if self._raw_variable(name) is _MISSING
+                    and f"BUNDLE_VAR_{name}" not in os.environ]
+        finally:
+            self.overrides = saved
 
     def variable(self, name: str, _stack: tuple[str, ...] = (), where: str | None = None) -> Any:
         if name in self._variables:
@@ -106,6 +127,13 @@ class Bundle:
         if name in _stack:
             raise BundleError("BUNDLE_REFERENCE_CYCLE", {"cycle": " -> ".join((*_stack, name))})
         raw = self._raw_variable(name)
+        if isinstance(raw, _Lookup):
+            value = self._lookup_variable(name, raw, (*_stack, name), where)
+            self._variables[name] = value
+            return value
+        if raw is _MISSING and self.inputs_as_markers and name in self.variable_definitions():
+            self._variables[name] = f"<input var.{name}>"
+            return self._variables[name]
         if raw is _MISSING:
             declared = name in self.variable_definitions()
             raise BundleError(
@@ -122,6 +150,24 @@ class Bundle:
         value = self._resolve(raw, f"variable '{name}'", (*_stack, name))
         self._variables[name] = value
         return value
+
+    def _lookup_variable(self, name: str, lookup: "_Lookup", stack: tuple[str, ...], where: str | None) -> str:
+        if len(lookup.spec) != 1:
+            raise BundleError("BUNDLE_INVALID", {"where": f"variables.{name}.lookup",
+                                                 "reason": "a lookup names exactly one kind of object"})
+        [(kind, by_name)] = lookup.spec.items()
+        resolved = self._resolve(by_name, f"variables.{name}.lookup.{kind}", stack)
+        if self.inputs_as_markers:
+            return f"<{kind} named '{resolved}'>"
+        raise BundleError(
+            "BUNDLE_UNRESOLVED_REFERENCE",
+            {
+                "where": where or f"target '{self.target}'",
+                "reference": f"var.{name}",
+                "hint": f" (the Databricks CLI looks up the {kind} named '{resolved}' at deploy time; locally set "
+                f"{name} in {LOCAL_SETTINGS_FILE}, or export BUNDLE_VAR_{name})",
+            },
+        )
 
     # -- references ------------------------------------------------------------------------
     def _lookup(self, reference: str, where: str, stack: tuple[str, ...]) -> Any:
@@ -234,6 +280,11 @@ class _Missing:
     pass
 
 
+@dataclass(frozen=True)
+class _Lookup:
+    spec: dict[str, Any]  # e.g. {"warehouse": "${var.warehouse_name}"}
+
+
 _MISSING = _Missing()
 
 
@@ -258,11 +309,25 @@ def _merge_resources(into: dict[str, Any], resources: Mapping[str, Any], path: P
             files[(kind, key)] = path
 
 
+def _merge_override(base: Any, override: Any) -> Any:
+    """A target's resource override merged into the resource as the CLI merges configuration:
+    mappings key by key, lists appended, anything else replaced."""
+    if isinstance(base, Mapping) and isinstance(override, Mapping):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = _merge_override(base[key], value) if key in base else value
+        return merged
+    if isinstance(base, list) and isinstance(override, list):
+        return [*base, *override]
+    return override
+
+
 def load_bundle(
     root: Path,
     target: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     extra_context: Mapping[str, Any] | None = None,
+    inputs_as_markers: bool = False,
 ) -> Bundle:
     """Loads databricks.yml and its includes; picks `target` or the default target."""
     root = root.resolve()
@@ -290,6 +355,10 @@ def load_bundle(
         target = defaults[0] if defaults else (next(iter(targets)) if targets else "default")
     elif target not in targets and target != LOCAL_TARGET:
         raise BundleError("BUNDLE_UNKNOWN_TARGET", {"target": target, "available": ", ".join(targets) or "none"})
+    for kind, items in ((targets.get(target) or {}).get("resources") or {}).items():
+        bucket = resources.setdefault(kind, {})
+        for key, value in (items or {}).items():
+            bucket[key] = _merge_override(bucket[key], value) if key in bucket else value
     return Bundle(
         root=root,
         target=target,
@@ -297,6 +366,7 @@ def load_bundle(
         resource_files=files,
         overrides=dict(overrides or {}),
         extra_context=dict(extra_context or {}),
+        inputs_as_markers=inputs_as_markers,
     )
 
 

@@ -7,13 +7,18 @@
   every target;
 - every path exists: pipeline library globs (and that they match files), root paths, dashboard files;
 - the rules the CLI enforces per target mode (production needs a root path or run_as; development
-  cannot force schedules to run).
-Each problem is one Finding naming the file, the place in it and what is wrong.
+  cannot force schedules to run);
+- deploy safety: no placeholder values (`<...>`) anywhere, a `bundle.databricks_cli_version` floor
+  that covers the features used, a target that runs as a principal deploys outside /Workspace/Shared,
+  the run_as service principal and the readers group hold their Unity Catalog grants, every pipeline
+  pins its session time zone to UTC, no alert subscribes to an empty notification destination.
+Each problem is one Finding naming the file, the place in it, what is wrong and the fix.
 """
 
 from __future__ import annotations
 
 import glob
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -32,6 +37,20 @@ VARIABLE_KEYS = ("default", "description", "lookup", "type")
 PRESET_KEYS = ("artifacts_dynamic_version", "jobs_max_concurrent_runs", "name_prefix", "pipelines_development",
                "source_linked_deployment", "tags", "trigger_pause_status")
 MODES = ("development", "production")
+
+# The oldest CLI that deploys the bundle as written (databricks/cli CHANGELOG): alerts as resources
+# v0.279.0, dashboard dataset_catalog/dataset_schema v0.281.0, presets.trigger_pause_status applied to
+# alerts v0.286.0.
+MIN_CLI_VERSION = (0, 286, 0)
+CLI_FEATURES = "alerts v0.279.0, dashboard dataset_catalog v0.281.0, alert pause preset v0.286.0"
+PLACEHOLDER = re.compile(r"<[A-Za-z][\w .@/-]*>")
+TIME_ZONE_KEY = "spark.sql.session.timeZone"
+TIME_ZONE = "UTC"
+SHARED_ROOTS = ("/Workspace/Shared", "/Shared")
+# Least privilege for the principal that runs the pipelines: it owns what they create.
+RUNNER_GRANTS = {"schemas": ("USE_SCHEMA", "CREATE_TABLE", "CREATE_MATERIALIZED_VIEW"), "volumes": ("READ_VOLUME",)}
+READERS_VARIABLE = "readers_group"
+READER_PRIVILEGES = ("USE_SCHEMA", "SELECT")
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,162 @@ def check_structure(root: Path) -> list[Finding]:
     return findings
 
 
+def _included_files(root: Path) -> list[tuple[str, Any]]:
+    main = yaml.safe_load((root / BUNDLE_FILE).read_text()) or {}
+    files = [(BUNDLE_FILE, main)]
+    for pattern in main.get("include") or []:
+        for name in sorted(glob.glob(str(root / pattern))):
+            files.append((_rel(root, Path(name)), yaml.safe_load(Path(name).read_text()) or {}))
+    return files
+
+
+def _strings(value: Any, path: str) -> Iterable[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]")
+
+
+def check_placeholders(root: Path) -> list[Finding]:
+    """No value is a placeholder such as `<your-sql-warehouse-id>`: it would deploy as it is."""
+    findings = []
+    for file, data in _included_files(root):
+        for path, value in _strings(data, ""):
+            if path.endswith(".description") or path.endswith(".comment"):
+                continue
+            match = PLACEHOLDER.search(value)
+            if match:
+                findings.append(Finding(f"{file}: {path}", f"'{match.group(0)}' is a placeholder and would deploy as it "
+                                        "is: set the real value, or leave the variable without a default (a required "
+                                        "input of the deploy) or make it a lookup"))
+    return findings
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def check_cli_version(root: Path) -> list[Finding]:
+    """`bundle.databricks_cli_version` sets a floor at least as new as the features the bundle uses."""
+    main = yaml.safe_load((root / BUNDLE_FILE).read_text()) or {}
+    where = f"{BUNDLE_FILE}: bundle.databricks_cli_version"
+    floor = ".".join(map(str, MIN_CLI_VERSION))
+    constraint = str(((main.get("bundle") or {}).get("databricks_cli_version")) or "")
+    if not constraint:
+        return [Finding(where, f'not set: add `databricks_cli_version: ">= {floor}"` under `bundle` ({CLI_FEATURES}); '
+                               "an older CLI would reject or silently mis-deploy parts of the bundle")]
+    lower = [_version(v) for op, v in re.findall(r"(>=|>|==|=|!=|<=|<)?\s*(\d+\.\d+\.\d+)", constraint)
+             if op in ("", ">=", ">", "==", "=")]
+    if not lower or max(lower) < MIN_CLI_VERSION:
+        return [Finding(where, f"'{constraint}' allows a CLI older than {floor}: require \">= {floor}\" "
+                               f"({CLI_FEATURES})")]
+    return []
+
+
+def _principal(run_as: Any) -> tuple[str | None, bool]:
+    """(principal, is a service principal) of a run_as block."""
+    if not isinstance(run_as, Mapping):
+        return None, False
+    if run_as.get("service_principal_name"):
+        return str(run_as["service_principal_name"]), True
+    return (str(run_as["user_name"]), False) if run_as.get("user_name") else (None, False)
+
+
+def _granted(grants: Any, principal: str) -> set[str]:
+    return {str(p) for g in (grants or []) if isinstance(g, Mapping) and str(g.get("principal")) == principal
+            for p in (g.get("privileges") or [])}
+
+
+def check_deploy_safety(bundle: Bundle) -> list[Finding]:
+    """Per target (resolved, required inputs as markers): root, grants, time zone, alert destinations."""
+    findings: list[Finding] = []
+    target = bundle.target_definition()
+    where = f"{BUNDLE_FILE}: targets.{bundle.target}"
+    try:
+        run_as = bundle.resolve(target.get("run_as") or bundle.data.get("run_as"), f"{where}.run_as")
+        root_path = bundle.resolve((target.get("workspace") or {}).get("root_path")
+                                   or (bundle.data.get("workspace") or {}).get("root_path"), f"{where}.workspace")
+    except BundleError:
+        return findings  # reported by check_references
+    principal, is_service_principal = _principal(run_as)
+    if principal and root_path and str(root_path).rstrip("/").startswith(SHARED_ROOTS):
+        findings.append(Finding(f"{where}.workspace.root_path", f"'{root_path}' is under /Workspace/Shared, writable by "
+                                "all workspace users (the CLI warns), while the target runs as a principal: use "
+                                "/Workspace/Users/${var.service_principal}/.bundle/${bundle.name}/${bundle.target}"))
+    if is_service_principal:
+        for kind, needed in RUNNER_GRANTS.items():
+            for key, raw in bundle.resources(kind).items():
+                try:
+                    grants = bundle.resolve(raw.get("grants") or [], f"resources.{kind}.{key}.grants")
+                except BundleError:
+                    continue
+                missing = [p for p in needed if p not in _granted(grants, principal)]
+                if missing:
+                    findings.append(Finding(
+                        f"{where}: resources.{kind}.{key}.grants",
+                        f"the run_as service principal ({principal}) lacks {', '.join(missing)}: add "
+                        f"`- principal: ${{var.service_principal}}` with privileges [{', '.join(needed)}] under "
+                        f"targets.{bundle.target}.resources.{kind}.{key}.grants"))
+        findings += _reader_grants(bundle, where)
+    for key, raw in bundle.resources("pipelines").items():
+        zone = (raw.get("configuration") or {}).get(TIME_ZONE_KEY)
+        if zone != TIME_ZONE:
+            file = _rel(bundle.root, bundle.resource_file("pipelines", key))
+            findings.append(Finding(f"{file}: resources.pipelines.{key}.configuration",
+                                    f"{TIME_ZONE_KEY} is {repr(zone) if zone else 'not set'}: set it to {TIME_ZONE} "
+                                    "(the daily tables and the file arrival days depend on the session time zone)"))
+    for key, raw in bundle.resources("alerts").items():
+        file = _rel(bundle.root, bundle.resource_file("alerts", key))
+        try:
+            notification = bundle.resolve((raw.get("evaluation") or {}).get("notification") or {}, f"{file}: {key}")
+        except BundleError:
+            continue
+        for i, subscription in enumerate(notification.get("subscriptions") or []):
+            if isinstance(subscription, Mapping) and "destination_id" in subscription \
+                    and not str(subscription["destination_id"] or "").strip():
+                findings.append(Finding(
+                    f"{file}: resources.alerts.{key}.evaluation.notification.subscriptions[{i}] (target {bundle.target})",
+                    "destination_id is empty: set alert_destination_id for this target, or take the destination "
+                    "out of alert_subscriptions"))
+    return findings
+
+
+def _reader_grants(bundle: Bundle, where: str) -> list[Finding]:
+    if READERS_VARIABLE not in bundle.variable_definitions():
+        return [Finding(f"{BUNDLE_FILE}: variables", f"no `{READERS_VARIABLE}` variable: declare the group that reads "
+                        f"the tables and views the dashboard, and grant it {' + '.join(READER_PRIVILEGES)} on the schema")]
+    try:
+        readers = str(bundle.variable(READERS_VARIABLE))
+    except BundleError:
+        return []  # reported by check_references
+    findings = []
+    for key, raw in bundle.resources("schemas").items():
+        try:
+            granted = _granted(bundle.resolve(raw.get("grants") or [], f"resources.schemas.{key}.grants"), readers)
+        except BundleError:
+            continue
+        missing = [p for p in READER_PRIVILEGES if p not in granted]
+        extra = sorted(granted - set(READER_PRIVILEGES))
+        if missing or extra:
+            problem = (f"lacks {', '.join(missing)}" if missing else "") + (" and " if missing and extra else "") + \
+                (f"has more than it needs ({', '.join(extra)})" if extra else "")
+            findings.append(Finding(
+                f"{where}: resources.schemas.{key}.grants",
+                f"the readers group ({readers}) {problem}: grant `- principal: ${{var.{READERS_VARIABLE}}}` exactly "
+                f"[{', '.join(READER_PRIVILEGES)}] under targets.{bundle.target}.resources.schemas.{key}.grants"))
+    return findings
+
+
+def required_inputs(root: Path) -> dict[str, list[str]]:
+    """Per target: the variables the deployer must supply (no default, not set by the target)."""
+    base = load_bundle(root)
+    return {name: load_bundle(root, target=name).required_inputs() for name in (base.data.get("targets") or {})}
+
+
 def check_models(bundle: Bundle) -> list[Finding]:
     """Every resource against the typed models (unresolved `${...}` are accepted where values go)."""
     findings: list[Finding] = []
@@ -173,11 +348,17 @@ def check_bundle(root: Path, targets: Iterable[str] | None = None) -> list[Findi
     """All offline checks, for every target (or the given ones)."""
     try:
         findings = check_structure(root)
+        findings += check_placeholders(root)
+        findings += check_cli_version(root)
         base = load_bundle(root)
     except (BundleError, yaml.YAMLError) as e:
         return [Finding(str(root / BUNDLE_FILE), str(e))]
-    findings += check_models(base)
     findings += check_paths(base)
     for target in targets or list((base.data.get("targets") or {}).keys()):
-        findings += check_references(load_bundle(root, target=target))
-    return findings
+        # Resources with the target's overrides (grants); variables the deployer supplies, and those
+        # the CLI looks up, resolve to markers: they are inputs, not mistakes.
+        bundle = load_bundle(root, target=target, inputs_as_markers=True)
+        findings += check_models(bundle)
+        findings += check_references(bundle)
+        findings += check_deploy_safety(bundle)
+    return list(dict.fromkeys(findings))  # a resource's problem is reported once, not once per target

@@ -177,7 +177,7 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
 
 
 def cmd_check(args: argparse.Namespace, project: Any) -> int:
-    from pipelines.bundle_check import check_bundle
+    from pipelines.bundle_check import check_bundle, required_inputs
 
     findings = check_bundle(project.root)
     for finding in findings:
@@ -185,7 +185,11 @@ def cmd_check(args: argparse.Namespace, project: Any) -> int:
     if findings:
         _say(f"{len(findings)} problem(s) in the bundle")
         return EXIT_ERROR
-    _say("bundle OK: resources match the databricks-bundles models, references resolve for every target, paths exist")
+    _say("bundle OK: resources match the databricks-bundles models, references resolve for every target, paths "
+         "exist, no placeholders, CLI floor set, grants and time zone in place")
+    for target, names in required_inputs(project.root).items():
+        if names:
+            _say(f"  deploying -t {target} needs: {', '.join(names)} (--var=\"name=value\" or BUNDLE_VAR_<name>)")
     if args.queries:
         failed = check_queries(project)
         if failed:
@@ -357,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--output", type=Path, default=None, help="HTML file to write (default: <home>/<dashboard>.html)")
     dash.set_defaults(handler=cmd_dashboard)
 
-    check = sub.add_parser("check", help="check the bundle offline (models, references, paths)")
+    check = sub.add_parser("check", help="check the bundle offline (models, references, paths, deploy safety)")
     check.add_argument("--queries", action="store_true",
                        help="also run every alert query and dashboard widget query on the local tables")
     check.set_defaults(handler=cmd_check)

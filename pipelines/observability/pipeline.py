@@ -11,8 +11,29 @@ from typing import Any
 
 from pipelines.adapter import CATALOG_KEY, EVENT_LOG_KEY, SCHEMA_KEY, engine_for
 from pipelines.config import CORRUPT_RECORDS_SINK
-from pipelines.ingestion import tables_config
+from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
 from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql, table_properties
+
+
+def empty_sink_sql() -> str:
+    """`(SELECT CAST(NULL AS STRING) AS source_table, ... WHERE false)`: no rows, the sink's columns."""
+    columns = [column.strip().split(" ", 1) for column in SINK_SCHEMA_DDL.split(",")]
+    return "(SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in columns) + " WHERE false)"
+
+
+def sink_source(spark: Any, sink: str) -> str:
+    """The quarantine sink, or no rows with its columns while it does not exist yet.
+
+    On Databricks the sink's Delta table is created by its first write, so before the first ingest
+    update that ran the sink's flow (an empty landing folder, a failed first update) there is no table,
+    and `quarantine_deliveries` (hence `quarantine_daily`, `reconciliation`, `health_metrics`) would fail
+    the whole observability update. The local runner creates the sink up front. Should the catalog
+    not answer, the table is read as before."""
+    try:
+        exists = bool(spark.catalog.tableExists(sink))
+    except Exception:  # noqa: BLE001 (no answer is not a missing table)
+        exists = True
+    return sink if exists else empty_sink_sql()
 
 
 def sources(spark: Any) -> dict[str, str]:
@@ -23,7 +44,7 @@ def sources(spark: Any) -> dict[str, str]:
     return {
         "event_log": spark.conf.get(EVENT_LOG_KEY),
         "file_state": engine_for(spark).file_state_sql(spark, [name for _, name in bronze]),
-        "sink": f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}",
+        "sink": sink_source(spark, f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}"),
         "bronze_union": bronze_union_sql(bronze),
     }
 

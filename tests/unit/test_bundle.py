@@ -118,3 +118,36 @@ def test_local_settings_configure_one_pipeline_and_name_an_unknown_one(tmp_path)
     (root / "lakewatch.local.yml").write_text("pipelines: {ingset: {configuration: {a: b}}}\n")
     with pytest.raises(BundleError, match="no pipeline resource ingset"):
         load_local_bundle(root, tmp_path / "home")
+
+
+def test_lookup_variable_needs_a_local_value_and_is_a_marker_for_the_check(tmp_path):
+    main = MAIN.replace("targets:", '  warehouse_name: {default: shared}\n'
+                                    '  warehouse_id: {lookup: {warehouse: "${var.warehouse_name}"}}\ntargets:')
+    root = make(tmp_path, main=main)
+    with pytest.raises(BundleError) as info:
+        load_bundle(root).variable("warehouse_id")
+    assert "looks up the warehouse named 'shared' at deploy time" in str(info.value)
+    assert load_bundle(root, overrides={"warehouse_id": "local"}).variable("warehouse_id") == "local"
+    assert load_bundle(root, inputs_as_markers=True).variable("warehouse_id") == "<warehouse named 'shared'>"
+
+
+def test_target_resources_are_merged_lists_appended(tmp_path):
+    main = MAIN.replace("    variables: {schema: prod}\n", """    variables: {schema: prod}
+    resources:
+      pipelines:
+        ingest:
+          configuration: {extra: "1"}
+          libraries: [{file: {path: ../transformations/more.py}}]
+""")
+    root = make(tmp_path, main=main)
+    prod = load_bundle(root, target="prod").resources("pipelines")["ingest"]
+    assert prod["configuration"]["extra"] == "1" and "landing" in prod["configuration"]
+    assert len(prod["libraries"]) == 2
+    assert "extra" not in load_bundle(root, target="dev").resources("pipelines")["ingest"]["configuration"]
+
+
+def test_project_local_bundle_resolves_without_workspace_inputs(project_root, tmp_path):
+    bundle, _ = load_local_bundle(project_root, tmp_path)
+    assert bundle.variable("warehouse_id") == "local"
+    for key in bundle.resources("pipelines"):
+        assert bundle.pipeline(key).configuration["spark.sql.session.timeZone"] == "UTC"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
+import yaml
 
-from pipelines.bundle_check import check_bundle
+from pipelines.bundle_check import check_bundle, required_inputs
 from pipelines.local.job import _should_run
 
 BUNDLE_PARTS = ("databricks.yml", "resources", "transformations", "conf", "dashboards", "pipelines")
@@ -32,6 +34,30 @@ def edit(path: Path, old: str, new: str) -> None:
 
 def messages(root: Path) -> list[str]:
     return [str(f) for f in check_bundle(root)]
+
+
+# Builders: change a copy's YAML structurally (comments are lost, which the check does not read).
+def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def rewrite_main(root: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    rewrite(root / "databricks.yml", change)
+
+
+def prod(data: dict[str, Any]) -> dict[str, Any]:
+    return data["targets"]["prod"]
+
+
+def grant(data: dict[str, Any], kind: str, key: str, principal: str) -> dict[str, Any]:
+    """The prod grant of `principal` (a `${var.*}` reference) on a schema or volume resource."""
+    [found] = [g for g in prod(data)["resources"][kind][key]["grants"] if g["principal"] == principal]
+    return found
+
+
+SP, READERS = "${var.service_principal}", "${var.readers_group}"
 
 
 def test_project_bundle_passes(project_root):
@@ -75,9 +101,100 @@ def test_unknown_target_key_and_missing_library_path(copy):
 
 
 def test_production_rules(copy):
-    edit(copy / "databricks.yml", "      root_path: /Workspace/Shared/.bundle/${bundle.name}/${bundle.target}\n", "")
-    edit(copy / "databricks.yml", "    run_as:\n      service_principal_name: ${var.service_principal}\n", "")
+    def no_root_no_run_as(data):
+        del prod(data)["workspace"]["root_path"], prod(data)["run_as"]
+
+    rewrite_main(copy, no_root_no_run_as)
     assert any("mode production needs workspace.root_path" in m for m in messages(copy))
+
+
+# -- deploy safety: each rule fails on a broken copy, naming the place and the fix ----------------
+
+def test_placeholder_value_in_a_target(copy):
+    rewrite_main(copy, lambda d: prod(d)["variables"].update(warehouse_name="<production-warehouse>"))
+    [message] = messages(copy)
+    assert "databricks.yml: targets.prod.variables.warehouse_name" in message
+    assert "'<production-warehouse>' is a placeholder" in message and "leave the variable without a default" in message
+
+
+def test_placeholder_default_of_a_variable(copy):
+    rewrite_main(copy, lambda d: d["variables"]["service_principal"].update(default="<service-principal-id>"))
+    assert any("variables.service_principal.default" in m and "placeholder" in m for m in messages(copy))
+
+
+def test_cli_version_floor_missing(copy):
+    rewrite_main(copy, lambda d: d["bundle"].pop("databricks_cli_version"))
+    [message] = messages(copy)
+    assert "bundle.databricks_cli_version: not set" in message and '">= 0.286.0"' in message
+
+
+def test_cli_version_floor_too_old(copy):
+    rewrite_main(copy, lambda d: d["bundle"].update(databricks_cli_version=">= 0.250.0, < 2.0.0"))
+    [message] = messages(copy)
+    assert "allows a CLI older than 0.286.0" in message and "alerts v0.279.0" in message
+
+
+def test_prod_root_under_shared_while_running_as_a_principal(copy):
+    rewrite_main(copy, lambda d: prod(d)["workspace"].update(
+        root_path="/Workspace/Shared/.bundle/${bundle.name}/${bundle.target}"))
+    [message] = messages(copy)
+    assert "targets.prod.workspace.root_path" in message and "writable by all workspace users" in message
+    assert "/Workspace/Users/${var.service_principal}/.bundle/" in message
+
+
+def test_service_principal_grant_missing_on_the_schema(copy):
+    rewrite_main(copy, lambda d: grant(d, "schemas", "lakewatch", SP)["privileges"].remove("CREATE_MATERIALIZED_VIEW"))
+    [message] = messages(copy)
+    assert "targets.prod: resources.schemas.lakewatch.grants" in message
+    assert "run_as service principal" in message and "lacks CREATE_MATERIALIZED_VIEW" in message
+
+
+def test_service_principal_grant_missing_on_the_volume(copy):
+    rewrite_main(copy, lambda d: prod(d)["resources"].pop("volumes"))
+    [message] = messages(copy)
+    assert "resources.volumes.landing.grants" in message and "lacks READ_VOLUME" in message
+
+
+def test_readers_grant_missing(copy):
+    def drop_readers(data):
+        grants = prod(data)["resources"]["schemas"]["lakewatch"]["grants"]
+        grants.remove(grant(data, "schemas", "lakewatch", READERS))
+
+    rewrite_main(copy, drop_readers)
+    [message] = messages(copy)
+    assert "readers group" in message and "lacks USE_SCHEMA, SELECT" in message
+
+
+def test_readers_hold_no_more_than_they_need(copy):
+    rewrite_main(copy, lambda d: grant(d, "schemas", "lakewatch", READERS)["privileges"].append("MODIFY"))
+    [message] = messages(copy)
+    assert "has more than it needs (MODIFY)" in message
+
+
+def test_time_zone_not_pinned(copy):
+    rewrite(copy / "resources" / "lakewatch_observability.pipeline.yml",
+            lambda d: d["resources"]["pipelines"]["lakewatch_observability"]["configuration"].pop(
+                "spark.sql.session.timeZone"))
+    [message] = messages(copy)
+    assert "resources.pipelines.lakewatch_observability.configuration" in message
+    assert "spark.sql.session.timeZone is not set: set it to UTC" in message
+
+
+def test_alert_subscribed_to_an_empty_destination(copy):
+    pages = [{"user_email": "${var.notification_email}"}, {"destination_id": "${var.alert_destination_id}"}]
+    rewrite_main(copy, lambda d: prod(d)["variables"].update(alert_subscriptions=pages))
+    found = messages(copy)
+    assert len(found) == len(list((copy / "resources" / "alerts").glob("*.yml")))
+    assert all("subscriptions[1] (target prod)" in m and "destination_id is empty" in m for m in found)
+    # Set, it passes.
+    rewrite_main(copy, lambda d: prod(d)["variables"].update(alert_destination_id="0d4e9c1b-destination"))
+    assert messages(copy) == []
+
+
+def test_required_inputs_per_target(project_root):
+    inputs = required_inputs(project_root)
+    assert inputs["dev"] == ["warehouse_name"]
+    assert set(inputs["prod"]) == {"warehouse_name", "service_principal", "readers_group", "notification_email"}
 
 
 @pytest.mark.parametrize("run_if, upstream, runs", [
