@@ -168,7 +168,7 @@ def test_resource_points_the_datasets_at_the_pipelines_catalog_and_schema():
 
     from pipelines.bundle import load_bundle
 
-    bundle = load_bundle(ROOT)
+    bundle = load_bundle(ROOT, overrides={"warehouse_name": "analytics", "warehouse_id": "1234"})  # a deploy looks it up
     (key, raw), = bundle.resources("dashboards").items()
     Dashboard.from_dict(raw)  # the typed model rejects unknown keys
     assert (bundle.resource_file("dashboards", key).parent / raw["file_path"]).resolve() == LVDASH
