@@ -6,9 +6,11 @@ derives the typed columns, `_rescued_data` and `_corrupt_record` itself. Spark's
 line by line, and with Python's `json` module for "nothing lost".
 
 - Records. A line of JSON white space (space, tab) is no record. One UTF-8 byte-order mark at the
-  start of a line is skipped, as Spark's reader does. Anything that is not a JSON object (malformed
-  or truncated text, a bare value, a top-level array, a line of other control characters such as
-  \\x0B or \\f) is one row with every typed column NULL and the raw line in `_corrupt_record`.
+  start of a line is skipped, as Spark's reader does. A top-level array of objects is one record
+  per object, each typed and rescued as if it were a line of its own (Spark's reader does the
+  same). Anything else that is not a JSON object (malformed or truncated text, a bare value, an
+  array holding anything but objects, a line of other control characters such as \\x0B or \\f)
+  is one row with every typed column NULL and the raw line in `_corrupt_record`.
 - Typed values: Spark's JSON conversion of the declared type (the same converters as the reader),
   so a value that does not fit nulls only its own column. A STRING column takes any JSON value; a
   non-string value keeps its exact JSON text, as Spark's reader gives it (`1.10`, not `1.1`).
@@ -22,8 +24,10 @@ line by line, and with Python's `json` module for "nothing lost".
   Duplicate names are written out as they are (also a record's own `_file_path`): nothing is lost.
 - JSON null is no value: never rescued.
 
-Known, deliberate differences from Spark's reader and Databricks: a top-level array is one corrupt
-row (Spark reads an array of objects as one row per element and drops `[]`); fields inside a STRUCT
+Known, deliberate differences from Spark's reader and Databricks: an empty array `[]` is one
+corrupt row (Spark's reader drops the line: here nothing is silently lost); an object of an array
+nested deeper than `_NESTING` brackets makes the whole array fall back to Jackson's compact text
+of each object (numbers as Jackson prints them, NaN as a string); fields inside a STRUCT
 that the struct type does not declare are dropped as Spark's reader drops them (not rescued); text
 after the first JSON value of a line is ignored, as Spark's reader ignores it; lines that are not
 UTF-8 (UTF-16/32) are corrupt. A line whose top-level values nest deeper than `_NESTING` brackets,
@@ -67,6 +71,8 @@ def _bracketed(depth: int) -> str:
 
 
 MEMBERS = f"\\G{_WS}[{{,]{_WS}({_STRING}){_WS}:{_WS}((?:{_STRING}|{_bracketed(_NESTING)}|{_SCALAR}))"
+# One element of a top-level JSON array (its objects are the records of the line).
+ELEMENTS = f"\\G{_WS}[\\[,]{_WS}({_STRING}|{_bracketed(_NESTING)}|{_SCALAR})"
 # A STRING column's value as from_json renders it may not be the exact text of the JSON value:
 # objects, arrays, numbers, NaN/Infinity (rendered quoted). A string that looks so is harmless.
 _MAY_DIFFER = r'^(?:[\[{"]|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?$)'
@@ -150,6 +156,15 @@ def _reader_occurrence(entries: Column, name: str) -> Column:
     return F.aggregate(marked, F.lit(-1), lambda acc, i: F.coalesce(i, acc))
 
 
+def _array_objects(body: Column) -> Column:
+    """The exact texts of the objects of a top-level JSON array of objects (Jackson's compact text
+    where ELEMENTS cannot follow them), NULL if `body` is not such an array or the array is empty."""
+    parsed = F.from_json(body, "ARRAY<STRING>")
+    found = F.regexp_extract_all(body, F.lit(ELEMENTS), 1)
+    objects = F.forall(parsed, lambda e: F.coalesce(e.startswith("{"), F.lit(False)))
+    return F.when((F.size(parsed) > 0) & objects, F.when(F.size(found) == F.size(parsed), found).otherwise(parsed))
+
+
 def rescued_json(fields: Column, file_path: Column) -> Column:
     """JSON object text of ARRAY<STRUCT<key, value>> plus `_file_path`, NULL when it is empty.
 
@@ -178,10 +193,17 @@ def rescue_json_lines(
     raw = F.col(line)
     # Spark's reader hands Jackson bytes, which skips one UTF-8 byte-order mark (4 bytes or more).
     body = F.regexp_replace(raw, "^\ufeff(?=.)", "")
-    lines = df.where(~body.rlike(f"^{_WS}$")).select(
+    text = df.where(~body.rlike(f"^{_WS}$")).select(
         raw.alias(f"{_P}raw"), body.alias(f"{_P}body"), *keep
     )
     raw, body = F.col(f"{_P}raw"), F.col(f"{_P}body")
+    # A line holding an array of objects is one record per object, as in Spark's reader. Any other
+    # line (an object, or an array that is empty or holds anything but objects) stays one row.
+    lines = text.select(
+        raw.alias(f"{_P}raw"), *keep,
+        F.explode_outer(F.when(body.rlike(f"^{_WS}\\["), _array_objects(body))).alias(f"{_P}element"),
+        body.alias(f"{_P}line"),
+    ).select(raw, F.coalesce(F.col(f"{_P}element"), F.col(f"{_P}line")).alias(f"{_P}body"), *keep)
 
     declared = F.array(*[F.lit(c.name) for c in columns])
     parsed = lines.select(

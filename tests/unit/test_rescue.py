@@ -44,6 +44,8 @@ def test_good_line_is_typed_and_not_rescued(spark):
         '{"order_id": 1, "amount": 9.5',  # truncated
         "this is not json",
         "[1, 2, 3]",  # JSON, but not an object
+        "[]",  # Spark's reader drops it; kept so that nothing is silently lost
+        '[{"order_id": 1}, 2]',  # an array with anything but objects in it is one corrupt line
         '"just a string"',
         "{order_id: 1}",  # unquoted key
     ],
@@ -91,6 +93,19 @@ def test_integer_beyond_bigint_is_a_mismatch(spark):
     actual = rescue(spark, line(order(order_id=99999999999999999999)))
     assert_df_equality(
         actual, expected(spark, (None, 9.5, TS, "ok", rescued(order_id="99999999999999999999"), None))
+    )
+
+
+def test_array_of_objects_is_one_record_per_object(spark):
+    actual = rescue(spark, json.dumps([order(order_id=1), order(order_id="x", coupon="A1"), {}]))
+    assert_df_equality(
+        actual,
+        expected(
+            spark,
+            (1, 9.5, TS, "ok", None, None),
+            (None, 9.5, TS, "ok", rescued(order_id="x", coupon="A1"), None),
+            (None, None, None, None, None, None),
+        ),
     )
 
 
@@ -169,6 +184,10 @@ HOSTILE = [
     "", "\t \t", "\x0b", "\x0c", " \x0b ", "\x0c" + record(),
     # top-level arrays and bare values
     '[{"id": 7}, {"id": 8}]', "[]", "[1, 2]", ' [{"id": 1}]', "42", '"str"', "null", "true",
+    '[{"id": 7}, 2]', '[{"id": 7}, null]', "[null]", "[{}]", '[{"id": 7}] trailing', '[{"id": 7},',
+    "[" + record(id="x", extra=[1.50]) + ", " + members(("id", "1"), ("id", "2")) + ", {}]",
+    '[{"note": {"a": 1.10}}, {"note": NaN}]', "[" + members(("deep", nested(40))) + ', {"id": 2}]',
+    "\ufeff[]", "\ufeff" + '[{"id": 9}]',
     # byte-order marks in the middle of a file
     "\ufeff" + record(), "\ufeff", "\ufeff ", "\ufeff\ufeff" + record(), "\ufeff[]", " \ufeff{}",
     # keys differing only in case
@@ -199,10 +218,14 @@ HOSTILE = [
 FILE_START = ["\ufeff" + record(id=6), "\ufeff\ufeff" + record(id=6), "\ufeff"]
 
 
+class Members(list):
+    """A JSON object as Python's json module reads it: its (key, value) pairs in order."""
+
+
 def python_members(text: str) -> Any:
     """The line's members as Python's json module reads them: (key, value) pairs, duplicates kept,
     numbers as Decimal (digit for digit), NaN and Infinity as tagged constants. None if unreadable."""
-    decoder = json.JSONDecoder(object_pairs_hook=list, parse_float=Decimal,
+    decoder = json.JSONDecoder(object_pairs_hook=Members, parse_float=Decimal,
                                parse_constant=lambda name: ("constant", name))
     try:  # the first value; text after it is ignored, as Spark's reader ignores it
         return decoder.raw_decode(text.lstrip("\ufeff \t"))[0]
@@ -267,8 +290,8 @@ def expected_rows(case: Case) -> list[bool]:
     """Oracle (b): one flag per expected row, True for a corrupt record."""
     if any(r[CORRUPT_RECORD] is not None for r in case.strings):
         return [True]
-    if case.line.lstrip("\ufeff \t").startswith("["):
-        return [True]  # not a JSON object: kept whole (Spark would read its objects, or drop `[]`)
+    if not case.strings and case.line.lstrip("\ufeff \t"):
+        return [True]  # a line Spark drops (`[]`) is kept whole
     return [False] * len(case.strings)
 
 
@@ -295,13 +318,15 @@ def test_oracle_typed_values_are_those_of_sparks_reader(oracle):
     we give is the reader's (we may NULL a complex column the reader fills in part)."""
 
     def check(case: Case):
-        if len(case.ours) != 1 or len(case.reader) != 1 or case.ours[0][CORRUPT_RECORD] is not None:
+        if len(case.ours) != len(case.reader):
             return
-        ours, theirs = case.ours[0], case.reader[0]
-        everything_fits = theirs[CORRUPT_RECORD] is None
-        for c in ORACLE_COLUMNS:
-            if (everything_fits or ours[c.name] is not None) and not same(ours[c.name], theirs[c.name]):
-                yield f"{c.name}: ours {ours[c.name]!r}, Spark's reader {theirs[c.name]!r}"
+        for ours, theirs in zip(case.ours, case.reader):
+            if ours[CORRUPT_RECORD] is not None:
+                continue
+            everything_fits = theirs[CORRUPT_RECORD] is None
+            for c in ORACLE_COLUMNS:
+                if (everything_fits or ours[c.name] is not None) and not same(ours[c.name], theirs[c.name]):
+                    yield f"{c.name}: ours {ours[c.name]!r}, Spark's reader {theirs[c.name]!r}"
 
     problems = failures(oracle, check)
     assert not problems, "\n" + problems
@@ -312,13 +337,20 @@ def test_oracle_nothing_is_lost(oracle):
     nothing else is rescued; `_file_path` comes last."""
 
     def check(case: Case):
-        if len(case.ours) != 1 or case.ours[0][CORRUPT_RECORD] is not None:
+        if all(row[CORRUPT_RECORD] is not None for row in case.ours):
             return
-        row = case.ours[0]
-        pairs = python_members(case.line)
-        if pairs is None:  # beyond Python's json (single quotes): Spark's reader is the oracle
+        value = python_members(case.line)
+        if value is None:  # beyond Python's json (single quotes): Spark's reader is the oracle
             assert case.line.startswith("{'")
             return
+        records = [value] if isinstance(value, Members) else value  # an array: one per object
+        if len(records) != len(case.ours):
+            yield f"{len(case.ours)} rows for {len(records)} records"
+            return
+        for row, pairs in zip(case.ours, records):
+            yield from lost(row, pairs)
+
+    def lost(row, pairs: Members):
         rescued = json.loads(row[RESCUED_DATA] or "[]", object_pairs_hook=list)
         if rescued:
             if rescued[-1] != ["_file_path", row["path"]] and rescued[-1] != ("_file_path", row["path"]):
