@@ -35,6 +35,13 @@ or holding NaN/Infinity where the keys cannot be read exactly, falls back to Jac
 key's last value only, rescued as Jackson's compact text, complex columns typed in part. Whether
 Databricks orders `_rescued_data` keys or formats numbers the same way is not verified.
 
+Files from disk (tests/unit/test_rescue.py reads the same files with the text source the local
+engine uses and with Spark's JSON reader): both split lines at \\n, \\r\\n and \\r alike; both read
+gzip files by their extension; a UTF-8 byte-order mark at the start of a file is skipped by both;
+lines of several MB, 100 levels of nesting, NaN/Infinity (also +INF), single-quoted strings and
+control characters give the same rows, typed values and corrupt records. A line with bytes that
+are not UTF-8 is one corrupt record on both sides, its raw bytes in `_corrupt_record`.
+
 Cost: every line is parsed twice (typed, and its keys). Only lines with something to rescue, a
 duplicate key, or a STRING column holding a non-string value take the slow way: a regular
 expression finds each top-level value's exact text and each value is converted alone. No UDFs, no
@@ -199,11 +206,14 @@ def rescue_json_lines(
     raw, body = F.col(f"{_P}raw"), F.col(f"{_P}body")
     # A line holding an array of objects is one record per object, as in Spark's reader. Any other
     # line (an object, or an array that is empty or holds anything but objects) stays one row.
+    # Bytes that are not UTF-8 make the line corrupt, as Jackson refuses them in Spark's reader
+    # (string functions would read them as U+FFFD): the raw bytes stay in `_corrupt_record`.
+    utf8 = F.is_valid_utf8(raw)
     lines = text.select(
         raw.alias(f"{_P}raw"), *keep,
-        F.explode_outer(F.when(body.rlike(f"^{_WS}\\["), _array_objects(body))).alias(f"{_P}element"),
-        body.alias(f"{_P}line"),
-    ).select(raw, F.coalesce(F.col(f"{_P}element"), F.col(f"{_P}line")).alias(f"{_P}body"), *keep)
+        F.explode_outer(F.when(utf8 & body.rlike(f"^{_WS}\\["), _array_objects(body))).alias(f"{_P}element"),
+        body.alias(f"{_P}line"), utf8.alias(f"{_P}utf8"),
+    ).select(raw, F.coalesce(F.col(f"{_P}element"), F.col(f"{_P}line")).alias(f"{_P}body"), f"{_P}utf8", *keep)
 
     declared = F.array(*[F.lit(c.name) for c in columns])
     parsed = lines.select(
@@ -220,7 +230,7 @@ def rescue_json_lines(
         "*", F.when(suspicious, F.from_json(body, "MAP<STRING,STRING>")).alias(f"{_P}map"),
     )
     compact = F.col(f"{_P}map")
-    corrupt = body.rlike(f"^{_WS}\\[") | (suspicious & compact.isNull())
+    corrupt = ~F.col(f"{_P}utf8") | body.rlike(f"^{_WS}\\[") | (suspicious & compact.isNull())
     string_may_differ = F.lit(False)
     for c in columns:
         if _is_string(c):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,6 +256,13 @@ class Case:
     ours: list  # rows of rescue_json_lines
 
 
+def spark_reader(spark, path: Path, data_type: str | None = None):
+    """Spark's JSON reader in PERMISSIVE mode with the declared schema, or every column `data_type`."""
+    ddl = ", ".join(f"`{c.name}` {data_type or c.data_type}" for c in ORACLE_COLUMNS)
+    return spark.read.schema(f"{ddl}, `{CORRUPT_RECORD}` STRING").option(
+        "columnNameOfCorruptRecord", CORRUPT_RECORD).json(str(path))
+
+
 @pytest.fixture(scope="module")
 def oracle(spark, tmp_path_factory) -> dict[str, Case]:
     """Every hostile line in a file of its own (after an empty line, so a byte-order mark is at the
@@ -270,12 +279,8 @@ def oracle(spark, tmp_path_factory) -> dict[str, Case]:
         for row in df.select("*", F.col("_metadata.file_name").alias("_file")).collect():
             getattr(cases[row["_file"]], into).append(row)
 
-    def reader(ddl: str):
-        return spark.read.schema(f"{ddl}, `{CORRUPT_RECORD}` STRING").option(
-            "columnNameOfCorruptRecord", CORRUPT_RECORD).json(str(root))
-
-    by_file(reader(", ".join(f"`{c.name}` {c.data_type}" for c in ORACLE_COLUMNS)), "reader")
-    by_file(reader(", ".join(f"`{c.name}` STRING" for c in ORACLE_COLUMNS)), "strings")
+    by_file(spark_reader(spark, root), "reader")
+    by_file(spark_reader(spark, root, "STRING"), "strings")
     lines = spark.read.text(str(root)).select("value", F.col("_metadata.file_path").alias("path"))
     by_file(rescue_json_lines(lines, ORACLE_COLUMNS, file_path="path", passthrough=["path"]), "ours")
     return cases
@@ -295,84 +300,180 @@ def expected_rows(case: Case) -> list[bool]:
     return [False] * len(case.strings)
 
 
-def test_oracle_corrupt_records_are_those_of_sparks_reader(oracle):
-    def check(case: Case):
-        flags = [r[CORRUPT_RECORD] is not None for r in case.ours]
-        if flags != expected_rows(case):
-            yield f"rows (True = corrupt): ours {flags}, expected {expected_rows(case)}"
-        for row in case.ours:
-            if row[CORRUPT_RECORD] is not None:
-                typed = [c.name for c in ORACLE_COLUMNS if row[c.name] is not None]
-                if typed or row[RESCUED_DATA] is not None:
-                    yield f"corrupt row also has {typed} {row[RESCUED_DATA]!r}"
-                raw = next((r[CORRUPT_RECORD] for r in case.strings if r[CORRUPT_RECORD]), case.line)
-                if row[CORRUPT_RECORD] != raw:
-                    yield f"_corrupt_record {row[CORRUPT_RECORD]!r}, Spark's reader {raw!r}"
+def corrupt_records_differ(case: Case):
+    """Oracle (b): the corrupt records are Spark's reader's."""
+    flags = [r[CORRUPT_RECORD] is not None for r in case.ours]
+    if flags != expected_rows(case):
+        yield f"rows (True = corrupt): ours {flags}, expected {expected_rows(case)}"
+    for row in case.ours:
+        if row[CORRUPT_RECORD] is not None:
+            typed = [c.name for c in ORACLE_COLUMNS if row[c.name] is not None]
+            if typed or row[RESCUED_DATA] is not None:
+                yield f"corrupt row also has {typed} {row[RESCUED_DATA]!r}"
+            raw = next((r[CORRUPT_RECORD] for r in case.strings if r[CORRUPT_RECORD]), case.line)
+            if row[CORRUPT_RECORD] != raw:
+                yield f"_corrupt_record {row[CORRUPT_RECORD]!r}, Spark's reader {raw!r}"
 
-    problems = failures(oracle, check)
+
+def test_oracle_corrupt_records_are_those_of_sparks_reader(oracle):
+    problems = failures(oracle, corrupt_records_differ)
     assert not problems, "\n" + problems
+
+
+def typed_values_differ(case: Case):
+    """Oracle (a): where every field fits, all typed columns equal the reader's; elsewhere a typed
+    value that we give is the reader's (we may NULL a complex column the reader fills in part)."""
+    if len(case.ours) != len(case.reader):
+        return
+    for ours, theirs in zip(case.ours, case.reader):
+        if ours[CORRUPT_RECORD] is not None:
+            continue
+        everything_fits = theirs[CORRUPT_RECORD] is None
+        for c in ORACLE_COLUMNS:
+            if (everything_fits or ours[c.name] is not None) and not same(ours[c.name], theirs[c.name]):
+                yield f"{c.name}: ours {ours[c.name]!r}, Spark's reader {theirs[c.name]!r}"
 
 
 def test_oracle_typed_values_are_those_of_sparks_reader(oracle):
-    """Where every field fits, all typed columns equal the reader's; elsewhere a typed value that
-    we give is the reader's (we may NULL a complex column the reader fills in part)."""
-
-    def check(case: Case):
-        if len(case.ours) != len(case.reader):
-            return
-        for ours, theirs in zip(case.ours, case.reader):
-            if ours[CORRUPT_RECORD] is not None:
-                continue
-            everything_fits = theirs[CORRUPT_RECORD] is None
-            for c in ORACLE_COLUMNS:
-                if (everything_fits or ours[c.name] is not None) and not same(ours[c.name], theirs[c.name]):
-                    yield f"{c.name}: ours {ours[c.name]!r}, Spark's reader {theirs[c.name]!r}"
-
-    problems = failures(oracle, check)
+    problems = failures(oracle, typed_values_differ)
     assert not problems, "\n" + problems
 
 
+def something_is_lost(case: Case):
+    """Oracle (c): every non-null member is typed (at most once per column) or rescued with its
+    exact value; nothing else is rescued; `_file_path` comes last."""
+    if all(row[CORRUPT_RECORD] is not None for row in case.ours):
+        return
+    value = python_members(case.line)
+    if value is None:  # beyond Python's json (single quotes, +INF): Spark's reader is the oracle
+        return
+    records = [value] if isinstance(value, Members) else value  # an array: one per object
+    if len(records) != len(case.ours):
+        yield f"{len(case.ours)} rows for {len(records)} records"
+        return
+    for row, pairs in zip(case.ours, records):
+        yield from lost(row, pairs)
+
+
+def lost(row, pairs: Members):
+    """What of one record's members is neither typed nor rescued exactly, or rescued but absent."""
+    rescued = json.loads(row[RESCUED_DATA] or "[]", object_pairs_hook=list)
+    if rescued:
+        if rescued[-1] != ["_file_path", row["path"]] and rescued[-1] != ("_file_path", row["path"]):
+            yield f"_file_path is not last: {rescued!r}"
+        rescued = rescued[:-1]
+    left = list(rescued)
+    typed = []
+    for key, value in pairs:
+        if value is None:
+            continue
+        match = next((i for i, (k, text) in enumerate(left) if k == key and (
+            text == value if isinstance(value, str) else exact(python_members(text)) == exact(value))), None)
+        if match is not None:
+            left.pop(match)
+        else:
+            typed.append(key)
+    declared = {c.name for c in ORACLE_COLUMNS}
+    for key in typed:
+        if key not in declared or row[key] is None or typed.count(key) > 1:
+            yield f"member {key!r} is neither typed nor rescued exactly (rescued: {rescued!r})"
+    if left:
+        yield f"rescued but not in the line: {left!r}"
+
+
 def test_oracle_nothing_is_lost(oracle):
-    """Every non-null member is typed (at most once per column) or rescued with its exact value;
-    nothing else is rescued; `_file_path` comes last."""
+    problems = failures(oracle, something_is_lost)
+    assert not problems, "\n" + problems
 
-    def check(case: Case):
-        if all(row[CORRUPT_RECORD] is not None for row in case.ours):
-            return
-        value = python_members(case.line)
-        if value is None:  # beyond Python's json (single quotes): Spark's reader is the oracle
-            assert case.line.startswith("{'")
-            return
-        records = [value] if isinstance(value, Members) else value  # an array: one per object
-        if len(records) != len(case.ours):
-            yield f"{len(case.ours)} rows for {len(records)} records"
-            return
-        for row, pairs in zip(case.ours, records):
-            yield from lost(row, pairs)
 
-    def lost(row, pairs: Members):
-        rescued = json.loads(row[RESCUED_DATA] or "[]", object_pairs_hook=list)
-        if rescued:
-            if rescued[-1] != ["_file_path", row["path"]] and rescued[-1] != ("_file_path", row["path"]):
-                yield f"_file_path is not last: {rescued!r}"
-            rescued = rescued[:-1]
-        left = list(rescued)
-        typed = []
-        for key, value in pairs:
-            if value is None:
-                continue
-            match = next((i for i, (k, text) in enumerate(left) if k == key and (
-                text == value if isinstance(value, str) else exact(python_members(text)) == exact(value))), None)
-            if match is not None:
-                left.pop(match)
-            else:
-                typed.append(key)
-        declared = {c.name for c in ORACLE_COLUMNS}
-        for key in typed:
-            if key not in declared or row[key] is None or typed.count(key) > 1:
-                yield f"member {key!r} is neither typed nor rescued exactly (rescued: {rescued!r})"
-        if left:
-            yield f"rescued but not in the line: {left!r}"
+# --- Files from disk -----------------------------------------------------------------------------
+# Whole files read by the local engine's reader (the text source, default line separators: \n,
+# \r\n and \r) and by Spark's JSON reader, side by side. Each builder gives a file name and bytes.
 
-    problems = failures(oracle, check)
+
+def lines_file(*texts: str, end: str = "\n") -> bytes:
+    return "".join(text + end for text in texts).encode("utf-8")
+
+
+def crlf_file():
+    return "crlf.json", lines_file(record(id=1), record(id=2, extra="x"), "bad", "", end="\r\n")
+
+
+def cr_only_file():
+    return "cr.json", lines_file(record(id=1), record(id=2, extra="x"), "bad", "", end="\r")
+
+
+def invalid_utf8_file():
+    return "utf8.json", (
+        record(id=1).encode() + b"\n"
+        + b'{"id": 2, "note": "a\xff\xfeb"}\n'  # invalid bytes in a typed string
+        + b'{"id": 3, "extra": "\xc3("}\n'  # a truncated sequence in a rescued one
+        + b'{"id": 4, "\xe9": 1}\n'  # in a key
+    )
+
+
+def bom_file():
+    return "bom.json", lines_file("\ufeff" + record(id=1), record(id=2, extra="x"))
+
+
+def long_line_file():
+    return "long.json", lines_file(record(note="x" * 3_000_000), record(id=2, extra="y" * 3_000_000))
+
+
+def deep_nesting_file():
+    deep_object = "1"
+    for _ in range(100):
+        deep_object = '{"a": ' + deep_object + "}"
+    return "deep.json", lines_file(
+        members(("id", "1"), ("deep", nested(100))), members(("note", nested(100))),
+        members(("id", "2"), ("deep", deep_object)), members(("tags", nested(100))),
+    )
+
+
+def nan_infinity_file():
+    return "nan.json", lines_file(
+        members(("amount", "NaN")), members(("amount", "-Infinity"), ("extra", "Infinity")),
+        members(("id", "NaN")), members(("note", "NaN"), ("x", "+INF")), members(("n", "Infinity")),
+    )
+
+
+def single_quotes_file():
+    return "quotes.json", lines_file(
+        "{'id': 1, 'note': 'it\\'s', 'extra': 'x'}", "{\"id\": 2, 'note': \"mixed\"}", "{'id': '3'}",
+    )
+
+
+def control_characters_file():
+    return "control.json", lines_file(
+        '{"id": 1, "note": "a\x01b"}', '{"id": 2, "extra": "\x00"}', '\x0b{"id": 3}',
+        '{"id":\x0c4}', '{"id": 5, "note": "\x7f"}', '{"id": 6}\x1b',
+    )
+
+
+def gzip_file():
+    return "lines.json.gz", gzip.compress(lines_file(record(id=1), record(id=2, extra="x"), "bad"))
+
+
+FILE_KINDS = [crlf_file, cr_only_file, invalid_utf8_file, bom_file, long_line_file, deep_nesting_file,
+              nan_infinity_file, single_quotes_file, control_characters_file, gzip_file]
+
+
+def read_file_both_ways(spark, path: Path) -> list[Case]:
+    """One Case per line of the text source, each with the rows of both readers, in file order."""
+    text = spark.read.text(str(path)).select("value", F.col("_metadata.file_path").alias("path"))
+    texts = [r["value"] for r in text.collect() if r["value"].lstrip("\ufeff \t")]
+    ours = rescue_json_lines(text, ORACLE_COLUMNS, file_path="path", passthrough=["path"]).collect()
+    reader, strings = (spark_reader(spark, path, data_type).collect() for data_type in (None, "STRING"))
+    assert len(ours) == len(reader) == len(strings) == len(texts), (
+        f"rows: ours {len(ours)}, Spark's reader {len(reader)}, all-STRING {len(strings)}, lines {len(texts)}")
+    return [Case(t, [r], [s], [o]) for t, r, s, o in zip(texts, reader, strings, ours)]
+
+
+@pytest.mark.parametrize("build", FILE_KINDS, ids=lambda build: build.__name__)
+def test_file_from_disk_reads_as_with_sparks_reader(spark, tmp_path, build):
+    name, data = build()
+    (tmp_path / name).write_bytes(data)
+    cases = {str(i): case for i, case in enumerate(read_file_both_ways(spark, tmp_path))}
+    problems = "\n".join(failures(cases, check) for check in (
+        corrupt_records_differ, typed_values_differ, something_is_lost) if failures(cases, check))
     assert not problems, "\n" + problems
