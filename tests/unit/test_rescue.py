@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import tempfile
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from pipelines.config import CORRUPT_RECORD, RESCUED_DATA
@@ -458,10 +461,11 @@ FILE_KINDS = [crlf_file, cr_only_file, invalid_utf8_file, bom_file, long_line_fi
               nan_infinity_file, single_quotes_file, control_characters_file, gzip_file]
 
 
-def read_file_both_ways(spark, path: Path) -> list[Case]:
-    """One Case per line of the text source, each with the rows of both readers, in file order."""
+def read_file_both_ways(spark, path: Path, lines: list[str] | None = None) -> list[Case]:
+    """One Case per line of the text source (`lines` if known), each with the rows of both readers,
+    in file order."""
     text = spark.read.text(str(path)).select("value", F.col("_metadata.file_path").alias("path"))
-    texts = [r["value"] for r in text.collect() if r["value"].lstrip("\ufeff \t")]
+    texts = [t for t in lines or [r["value"] for r in text.collect()] if t.lstrip("\ufeff \t")]
     ours = rescue_json_lines(text, ORACLE_COLUMNS, file_path="path", passthrough=["path"]).collect()
     reader, strings = (spark_reader(spark, path, data_type).collect() for data_type in (None, "STRING"))
     assert len(ours) == len(reader) == len(strings) == len(texts), (
@@ -474,6 +478,51 @@ def test_file_from_disk_reads_as_with_sparks_reader(spark, tmp_path, build):
     name, data = build()
     (tmp_path / name).write_bytes(data)
     cases = {str(i): case for i, case in enumerate(read_file_both_ways(spark, tmp_path))}
+    problems = "\n".join(failures(cases, check) for check in (
+        corrupt_records_differ, typed_values_differ, something_is_lost) if failures(cases, check))
+    assert not problems, "\n" + problems
+
+
+# --- Generated lines -----------------------------------------------------------------------------
+# Random JSON-object lines (declared names in various cases, values of every JSON type, duplicate
+# keys), each example one file read both ways: typed values agree with Spark's reader where
+# everything fits, and every non-null member is typed or rescued.
+
+NAMES = [c.name for c in ORACLE_COLUMNS]
+json_scalars = (st.none() | st.booleans() | st.integers() | st.integers(-(2**31), 2**31 - 1)
+                | st.floats(allow_nan=False) | st.text(max_size=8)
+                | st.sampled_from(["2026-11-01T10:00:00Z", "2026-11-01", "1.5", "12", "true", ""]))
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["x", "y", "k", "X"]), inner, max_size=3),
+    max_leaves=6,
+)
+json_keys = (st.sampled_from(NAMES) | st.sampled_from(NAMES).map(str.upper) | st.sampled_from(NAMES).map(str.title)
+             | st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=4))
+
+
+@st.composite
+def object_lines(draw) -> str:
+    pairs = draw(st.lists(st.tuples(json_keys, json_values), max_size=8))
+    ascii_only = draw(st.booleans())
+    return "{" + ", ".join(
+        f"{json.dumps(key, ensure_ascii=ascii_only)}: {json.dumps(value, ensure_ascii=ascii_only)}"
+        for key, value in pairs
+    ) + "}"
+
+
+@pytest.fixture(scope="module")
+def generated_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("generated")
+
+
+@settings(max_examples=5, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@given(lines=st.lists(object_lines(), min_size=1, max_size=60))
+def test_generated_lines_agree_with_sparks_reader_and_lose_nothing(spark, generated_root, lines):
+    directory = Path(tempfile.mkdtemp(dir=generated_root))
+    (directory / "lines.json").write_bytes(lines_file(*lines))
+    cases = {str(i): case for i, case in enumerate(read_file_both_ways(spark, directory, lines))}
     problems = "\n".join(failures(cases, check) for check in (
         corrupt_records_differ, typed_values_differ, something_is_lost) if failures(cases, check))
     assert not problems, "\n" + problems
