@@ -90,6 +90,18 @@ def _metadata_columns() -> list:
     ]
 
 
+# Rows one landing line (`value`, from the text reader) makes, as `file_ledger.count_content_lines`
+# counts them locally: none for a line of spaces and tabs, one per object for a line holding a JSON
+# array of objects (Spark's JSON reader makes a row of each), else one.
+_LINE_ARRAY = "from_json(regexp_replace(value, '^[ \\t]*\\uFEFF?[ \\t]*', ''), 'ARRAY<STRING>')"
+LINE_RECORDS_SQL = (
+    "CASE WHEN NOT value RLIKE '[^ \\t]' THEN 0 "
+    "WHEN NOT value RLIKE '^[ \\t]*\\uFEFF?[ \\t]*\\\\[' THEN 1 "
+    f"WHEN size({_LINE_ARRAY}) > 0 AND forall({_LINE_ARRAY}, x -> ltrim(x) LIKE '{{%') THEN size({_LINE_ARRAY}) "
+    "ELSE 1 END"
+)
+
+
 class DatabricksEngine:
     name = "databricks"
 
@@ -155,8 +167,8 @@ class DatabricksEngine:
                 folder = landing.replace("'", "''")
                 lines = (
                     f"LEFT JOIN (SELECT {path_key('_metadata.file_path')} AS path_key, "
-                    # lines with anything but spaces and tabs (CR, LF and CRLF end a line, as for the local count)
-                    f"count_if(value RLIKE '[^ \\t]') AS lines "
+                    # rows the lines make, as the local count (CR, LF and CRLF end a line)
+                    f"sum({LINE_RECORDS_SQL}) AS lines "
                     f"FROM read_files('{folder}', format => 'text', ignoreCorruptFiles => 'true') "
                     f"GROUP BY {path_key('_metadata.file_path')}) l ON l.path_key = {path_key('s.path')}"
                 )

@@ -6,7 +6,9 @@ committed as re-delivered: the source log keeps the time it was first seen). Kep
 
 Lines with content: a landing file is split into lines at CR, LF or CRLF (as Hadoop's line reader
 does); a line counts when it holds anything but spaces and tabs (the only whitespace JSON allows on a
-line besides the line ends). Gzip and bzip2 files are counted after decompression; a file that cannot
+line besides the line ends). A line holding a JSON array of objects counts one per object, as Spark's
+reader (and the local rescue) makes a row of each; any other line counts one (an empty array is one
+corrupt row locally). Gzip and bzip2 files are counted after decompression; a file that cannot
 be read whole (an incomplete upload) is not counted (NULL), and counted once it can be.
 """
 
@@ -51,6 +53,26 @@ def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
         yield chunk
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _records(lines: list[bytes]) -> int:
+    """Rows the lines make: one each, but one per object for a line holding a JSON array of objects
+    (text after the array is ignored, as Spark's reader ignores it)."""
+    count = len(lines)
+    for line in lines:
+        text = line.strip(b" \t").removeprefix(_BOM)
+        if not text.startswith(b"["):
+            continue
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text.decode("utf-8"))
+        except ValueError:  # not JSON, or not UTF-8: one corrupt row
+            continue
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            count += len(value) - 1
+    return count
+
+
 def count_content_lines(path: str | Path) -> int | None:
     """Lines with content in the file (see the module docstring); None when it cannot be read whole
     or is compressed with a codec this count does not read."""
@@ -68,8 +90,8 @@ def count_content_lines(path: str | Path) -> int | None:
                 if cut == len(data) - 1 and data.endswith(b"\r"):
                     cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
                 complete, carry = (data[:cut + 1], data[cut + 1:]) if cut >= 0 else (b"", data)
-                count += len(_CONTENT_LINE.findall(complete))
-        count += len(_CONTENT_LINE.findall(carry))
+                count += _records(_CONTENT_LINE.findall(complete))
+        count += _records(_CONTENT_LINE.findall(carry))
     except (OSError, EOFError, ValueError):
         return None
     return count

@@ -479,7 +479,8 @@ LANDING_FILES = _table(
         ("first_commit_time", "TIMESTAMP", "The file's earliest commit over every checkpoint the flow had "
                                            "(on Databricks: commit_time, see file_latency)"),
         ("state", "STRING", "committed, discovered, pending, or not_in_file_state (only bronze knows it)"),
-        ("lines", "BIGINT", "Lines with content in the file, counted without Spark's JSON reader (NULL: not counted)"),
+        ("lines", "BIGINT", "Lines with content in the file (a line holding a JSON array of objects: one per object), "
+                  "counted without Spark's JSON reader (NULL: not counted)"),
         ("committed_size", "BIGINT", "Size of the file as the stream took it"),
         ("committed_modification_time", "TIMESTAMP", "Modification time of the file as the stream took it"),
         ("modified_after_ingest", "BOOLEAN", "Size or modification time changed after the stream took the file "
@@ -958,7 +959,7 @@ RECONCILIATION = _table(
         ("table_name", "STRING", "Bronze table the file feeds"),
         ("path", "STRING", "File path"),
         ("state", "STRING", "File state: committed, discovered, pending or not_in_file_state"),
-        ("lines", "BIGINT", "Lines with content in the file (NULL: not counted)"),
+        ("lines", "BIGINT", "Lines with content in the file, a JSON array of objects one per object (NULL: not counted)"),
         ("bronze_rows", "BIGINT", "Bronze rows from the file (corrupt lines included)"),
         ("corrupt_rows", "BIGINT", "Of those, rows with _corrupt_record"),
         ("quarantined_rows", "BIGINT", "Lines of the file in corrupt_records_sink (first deliveries only)"),

@@ -126,3 +126,29 @@ def test_a_file_redelivered_before_its_batch_committed_is_not_modified_after_ing
 def test_backlog_of_a_missing_landing_folder_is_unknown_not_zero(tmp_path):
     with pytest.raises(FileNotFoundError):
         C.backlog(tmp_path / "nowhere", None)
+
+
+def test_a_line_holding_an_array_of_objects_counts_a_row_per_object_as_sparks_reader(spark, tmp_path):
+    """Spark's JSON reader (the oracle) makes a row of each object of a top-level array; anything else on
+    a line is one row (an array of scalars, a broken array: corrupt). Spark drops an empty array, which
+    lakewatch keeps as one corrupt row: counted one more."""
+    path = tmp_path / "arrays.json"
+    path.write_bytes(b'[{"a":1},{"a":2}]\n  [{"a":3}] trailing\n[1,2]\n{"a":4}\n[{}]\n[{"a":\n'
+                     b'\xef\xbb\xbf[{"a":5},{"a":6},{"a":7}]\n[{"a":"\xff"}]\n')
+    sparks_rows = spark.read.schema("a INT, _corrupt_record STRING").json(str(path)).count()
+    assert count_content_lines(path) == sparks_rows
+    with path.open("ab") as f:
+        f.write(b"[]\n")
+    assert count_content_lines(path) == sparks_rows + 1
+
+
+def test_databricks_counts_the_rows_of_a_file_as_the_local_count(spark, tmp_path):
+    """The reconciliation count on Databricks (`read_files` text lines, LINE_RECORDS_SQL) agrees with
+    the local one on every case, arrays of objects included."""
+    from pipelines.adapter import LINE_RECORDS_SQL
+
+    for name, data in {**CASES, "arrays": b'[{"a":1},{"a":2}]\n \xef\xbb\xbf[{"a":3}] x\n[1]\n[]\n[{"a":\n{"a":4}\n'}.items():
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(data)
+        [row] = spark.read.text(str(path)).selectExpr(f"coalesce(sum({LINE_RECORDS_SQL}), 0) AS n").collect()
+        assert row.n == count_content_lines(path), name
