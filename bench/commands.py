@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from record import heading, record, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,18 +56,7 @@ def main() -> int:
         for target in ("demo", "test"):
             seconds, _ = timed(["make", target], {k: v for k, v in os.environ.items() if k != "LAKEWATCH_HOME"})
             rows.append((f"`make {target}` (installed already)", f"{seconds:.0f} s", "one run"))
-    text = "\n".join([
-        "",
-        f"## Commands, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
-        "",
-        "| command | wall time | notes |",
-        "| --- | --- | --- |",
-        *[f"| {a} | {b} | {c} |" for a, b, c in rows],
-    ]) + "\n"
-    print(text)
-    with (ROOT / "bench" / "RESULTS.md").open("a") as f:
-        f.write(text)
+    record([heading("Commands"), "", *table(["command", "wall time", "notes"], rows)])
     return 0
 
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from record import heading, record, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,24 +112,17 @@ def main() -> int:
         [python, "-c", BARE_JOB, str(landing), str(bare_out), str(ROOT / "conf" / "tables.yml")], env)
     bare_seconds = results["bare Spark: JSON reader + Delta append, availableNow"]
 
-    header = [
-        "",
-        f"## Ingest versus bare Spark, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}",
+    record([
+        heading("Ingest versus bare Spark"),
         "",
         f"{lines} landing lines ({size / 1e6:.0f} MB, {len(manifest['files'])} files, the demo's mix of bad records; "
         f"generated in {generate_seconds:.0f} s); bare job read {bare.strip().split('rows=')[-1]} rows.",
         "",
-        "| process | wall time | rows/s | ratio to bare Spark |",
-        "| --- | --- | --- | --- |",
-    ]
-    rows = [f"| {name} | {seconds:.1f} s | {lines / seconds:,.0f} | {seconds / bare_seconds:.2f} |"
-            for name, seconds in results.items()]
-    notes = ["", f"warm update phases: {timings}"] if timings else []
-    text = "\n".join(header + rows + notes) + "\n"
-    print(text)
-    with (ROOT / "bench" / "RESULTS.md").open("a") as f:
-        f.write(text)
+        *table(["process", "wall time", "rows/s", "ratio to bare Spark"],
+               [(name, f"{seconds:.1f} s", f"{lines / seconds:,.0f}", f"{seconds / bare_seconds:.2f}")
+                for name, seconds in results.items()]),
+        *(["", f"warm update phases: {timings}"] if timings else []),
+    ])
     return 0
 
 

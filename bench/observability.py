@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from record import heading, record, table  # noqa: E402
 
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA  # noqa: E402
 from pipelines.local.home import LocalHome  # noqa: E402
@@ -102,21 +103,15 @@ def main() -> int:
         print(f"{events} events: refresh {after_append:.1f} s, again with nothing new {nothing_new:.1f} s", flush=True)
     local.stop()
     cli(home, "engine", "stop")
-    text = "\n".join([
-        "",
-        f"## Observability refresh by event log size, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"{platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+    record([
+        heading("Observability refresh by event log size"),
         "",
         f"Synthetic completed updates (test builders, {len(rows) // BASE_UPDATES} events each) over up to "
         f"{SPAN_DAYS} days, appended to a state with one real ingest update; warm engine; whole processes.",
         "",
-        "| events in the log | refresh after the append | per 1,000 events | refresh with nothing new |",
-        "| --- | --- | --- | --- |",
-        *[f"| {n:,} | {a:.1f} s | {1000 * a / n:.3f} s | {b:.1f} s |" for n, a, b in results],
-    ]) + "\n"
-    print(text)
-    with (ROOT / "bench" / "RESULTS.md").open("a") as f:
-        f.write(text)
+        *table(["events in the log", "refresh after the append", "per 1,000 events", "refresh with nothing new"],
+               [(f"{n:,}", f"{a:.1f} s", f"{1000 * a / n:.3f} s", f"{b:.1f} s") for n, a, b in results]),
+    ])
     return 0
 
 
