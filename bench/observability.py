@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from record import heading, record, table  # noqa: E402
 
+from pipelines.bundle import load_local_settings  # noqa: E402
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA  # noqa: E402
 from pipelines.local.home import LocalHome  # noqa: E402
 from pipelines.local.session import connect_local  # noqa: E402
@@ -86,7 +87,7 @@ def main() -> int:
     cli(home, "run", "lakewatch_ingest")
     now = datetime.now(timezone.utc)
     rows, span = base_block(sizes[-1], now)
-    local = connect_local(LocalHome(home))
+    local = connect_local(LocalHome(home), load_local_settings(ROOT).spark_conf)  # the engine the CLI started
     spark = local.spark
     spark.createDataFrame(rows, EVENT_LOG_SCHEMA).createOrReplaceTempView("bench_base_events")
     spark.sql("CACHE TABLE bench_base_events")
