@@ -54,6 +54,7 @@ def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
 
 
 _BOM = b"\xef\xbb\xbf"
+_DECODER = json.JSONDecoder()
 
 
 def _records(lines: list[bytes]) -> int:
@@ -65,7 +66,7 @@ def _records(lines: list[bytes]) -> int:
         if not text.startswith(b"["):
             continue
         try:
-            value, _ = json.JSONDecoder().raw_decode(text.decode("utf-8"))
+            value, _ = _DECODER.raw_decode(text.decode("utf-8"))
         except ValueError:  # not JSON, or not UTF-8: one corrupt row
             continue
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
