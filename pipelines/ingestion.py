@@ -111,7 +111,7 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
     @dp.table(
         name=table.bronze_name,
         comment=f"Raw {table.name} records, every landing line once: typed columns, rescued and corrupt data, source file.",
-        table_properties={"quality": "bronze", **CHANGE_TRACKING},
+        table_properties=engine.table_properties({"quality": "bronze", **CHANGE_TRACKING}),
     )
     @engine.query(table.bronze_name, table.bronze_name, BRONZE_EXPECTATIONS, streaming=True)
     def bronze() -> DataFrame:
@@ -125,7 +125,7 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
     @dp.table(
         name=table.clean_name,
         comment=table.comment or f"Clean {table.name}: bronze without corrupt records, business expectations applied.",
-        table_properties={"quality": "silver", **CHANGE_TRACKING},
+        table_properties=engine.table_properties({"quality": "silver", **CHANGE_TRACKING}),
     )
     @engine.query(table.clean_name, table.clean_name, table.expectations, streaming=True)
     def clean() -> DataFrame:

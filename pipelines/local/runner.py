@@ -322,7 +322,7 @@ class _Update:
             self.spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {self.qualified(sink.name)} ({sink.schema_ddl}) "
                 f"USING DELTA LOCATION '{sink.path}' "
-                f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')"
+                f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
             )
 
     def materialized_views(self) -> list[str]:

@@ -73,7 +73,7 @@ def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str,
             comment=table.comment,
             schema=table.schema_ddl,
             partition_cols=list(table.partition_cols) or None,
-            table_properties=table_properties(table),
+            table_properties=engine_for(spark).table_properties(table_properties(table)),
         )(stream)
         return
 
@@ -90,7 +90,7 @@ def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str,
             comment=table.comment,
             schema=table.schema_ddl,
             partition_cols=list(table.partition_cols) or None,
-            table_properties=table_properties(table),
+            table_properties=engine_for(spark).table_properties(table_properties(table)),
         )(query)
 
 
