@@ -11,7 +11,8 @@
 - deploy safety: no placeholder values (`<...>`) anywhere, a `bundle.databricks_cli_version` floor
   that covers the features used, a target that runs as a principal deploys outside /Workspace/Shared,
   the run_as service principal and the readers group hold their Unity Catalog grants, every pipeline
-  pins its session time zone to UTC, no alert subscribes to an empty notification destination.
+  pins its session time zone to UTC, no alert subscribes to (and no job pages) an empty notification
+  destination.
 Each problem is one Finding naming the file, the place in it, what is wrong and the fix.
 """
 
@@ -194,7 +195,7 @@ def _granted(grants: Any, principal: str) -> set[str]:
 
 
 def check_deploy_safety(bundle: Bundle) -> list[Finding]:
-    """Per target (resolved, required inputs as markers): root, grants, time zone, alert destinations."""
+    """Per target (resolved, required inputs as markers): root, grants, time zone, alert and job destinations."""
     findings: list[Finding] = []
     target = bundle.target_definition()
     where = f"{BUNDLE_FILE}: targets.{bundle.target}"
@@ -244,6 +245,19 @@ def check_deploy_safety(bundle: Bundle) -> list[Finding]:
                     f"{file}: resources.alerts.{key}.evaluation.notification.subscriptions[{i}] (target {bundle.target})",
                     "destination_id is empty: set alert_destination_id for this target, or take the destination "
                     "out of alert_subscriptions"))
+    for key, raw in bundle.resources("jobs").items():
+        file = _rel(bundle.root, bundle.resource_file("jobs", key))
+        try:
+            webhooks = bundle.resolve(raw.get("webhook_notifications") or {}, f"{file}: {key}")
+        except BundleError:
+            continue
+        for event, hooks in (webhooks.items() if isinstance(webhooks, Mapping) else ()):
+            for i, hook in enumerate(hooks if isinstance(hooks, list) else []):
+                if not (isinstance(hook, Mapping) and str(hook.get("id") or "").strip()):
+                    findings.append(Finding(
+                        f"{file}: resources.jobs.{key}.webhook_notifications.{event}[{i}] (target {bundle.target})",
+                        "the notification destination id is empty: set the destination's id (e.g. "
+                        "alert_destination_id) for this target, or take it out of job_failure_webhooks"))
     return findings
 
 

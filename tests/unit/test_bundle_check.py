@@ -191,10 +191,21 @@ def test_alert_subscribed_to_an_empty_destination(copy):
     assert messages(copy) == []
 
 
+def test_job_pages_an_empty_destination(copy):
+    rewrite_main(copy, lambda d: prod(d)["variables"].update(job_failure_webhooks=[{"id": "${var.alert_destination_id}"}]))
+    [message] = messages(copy)
+    assert "lakewatch.job.yml: resources.jobs.lakewatch_job.webhook_notifications.on_failure[0] (target prod)" in message
+    assert "destination id is empty" in message
+    # Set, it passes.
+    rewrite_main(copy, lambda d: prod(d)["variables"].update(alert_destination_id="0d4e9c1b-destination"))
+    assert messages(copy) == []
+
+
 def test_required_inputs_per_target(project_root):
     inputs = required_inputs(project_root)
     assert inputs["dev"] == ["warehouse_name"]
-    assert set(inputs["prod"]) == {"warehouse_name", "service_principal", "readers_group", "notification_email"}
+    assert set(inputs["prod"]) == {"warehouse_name", "service_principal", "managers_group", "readers_group",
+                                   "notification_email"}
 
 
 @pytest.mark.parametrize("run_if, upstream, runs", [
