@@ -84,6 +84,8 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
 
 
 def failure_paragraph(result: Any) -> str:
+    """The error line of a failed update, then its insight: root-cause category and what to do."""
+    from pipelines import insights
     from pipelines.local.runner import describe_failure
 
     failed = result.failed_flows()
@@ -91,7 +93,15 @@ def failure_paragraph(result: Any) -> str:
         detail = "; ".join(f"flow '{flow.short_name}' failed: {describe_failure(flow)}" for flow in failed)
     else:
         detail = f"{result.error_class_name}: {' '.join((result.error or '').split())[:800]}"
-    return f"error: update {result.update_id} of '{result.pipeline_name}' {result.state}: {detail}"
+    texts = [result.error_class_name, result.error]
+    for flow in failed:
+        texts += [flow.error] + [f"{e.class_name} {e.message or ''}" for e in flow.exceptions]
+    flows = result.flows.values()
+    no_progress = not (result.error or failed) and not any(f.status == "COMPLETED" for f in flows) \
+        and not any(f.rows_written for f in flows)
+    category, action = insights.classify(insights.facts(result.state, texts, no_progress=no_progress))
+    return (f"error: update {result.update_id} of '{result.pipeline_name}' {result.state}: {detail}\n"
+            f"insight: {category}: {action}")
 
 
 def cmd_generate(args: argparse.Namespace, project: Any) -> int:

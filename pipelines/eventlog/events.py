@@ -196,8 +196,11 @@ def flow_definition(
     schema: Sequence[Mapping[str, Any]] | None = None,
     schema_json: str | None = None,
     comment: str | None = None,
+    source_code_location: Mapping[str, Any] | None = None,
     **seq: Any,
 ) -> dict[str, Any]:
+    """`source_code_location` ({file_name, line_number}: where the flow was declared) is lakewatch's
+    addition; Databricks' documented flow_definition has no such field."""
     details = {
         "output_dataset": output_dataset,
         "input_datasets": list(input_datasets),
@@ -209,6 +212,8 @@ def flow_definition(
         "language": "PYTHON",
         "once": False,
     }
+    if source_code_location is not None:
+        details["source_code_location"] = dict(source_code_location)
     message = f"Flow '{origin.flow_name}' is defined as {flow_type}."
     return event(S.FLOW_DEFINITION, origin, timestamp, message, details, **seq)
 

@@ -47,6 +47,8 @@ class RecordedFlow:
     input_datasets: list[str]
     streaming_inputs: bool
     dataframe: Any
+    source_file: str | None = None  # where the flow was declared (SDP's Python API records it)
+    source_line: int | None = None
     registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
 
@@ -121,4 +123,6 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
             input_datasets=[name for name, _ in reads],
             streaming_inputs=any(streaming for _, streaming in reads),
             dataframe=df,
+            source_file=getattr(flow.source_code_location, "filename", None),
+            source_line=getattr(flow.source_code_location, "line_number", None),
         )

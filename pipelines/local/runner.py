@@ -565,7 +565,19 @@ class _Update:
                 output_sink=flow.target if is_sink else None,
                 input_datasets=[self.qualified(d) if self.is_table(d) else d for d in flow.input_datasets],
                 schema=E.schema_fields(fields) if fields else None,
+                source_code_location=self.source_code_location(flow),
             ))
+
+    def source_code_location(self, flow: Any) -> dict[str, Any] | None:
+        """Where the flow was declared: the file relative to the bundle root when it is inside it."""
+        if not flow.source_file:
+            return None
+        path = Path(flow.source_file)
+        try:
+            path = path.resolve().relative_to(self.runner.bundle.root.resolve())
+        except ValueError:
+            pass
+        return {"file_name": str(path), "line_number": flow.source_line}
 
     def is_table(self, name: str) -> bool:
         assert self.registry is not None

@@ -58,6 +58,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from pipelines import insights as I
+
 TERMINAL_UPDATE = "('COMPLETED', 'FAILED', 'CANCELED')"
 TERMINAL_FLOW = "('COMPLETED', 'FAILED', 'SKIPPED', 'EXCLUDED', 'STOPPED')"
 # Bronze's own expectations; rescued and corrupt rows have their own metrics (drift, quarantine).
@@ -228,6 +230,11 @@ EVENTS = _streaming_table(
         ("measurement_reason", "STRING", "Why that figure was not measured",
          f"CASE WHEN {_json('operation_progress.type')} = '{MEASUREMENT_OPERATION}' "
          f"THEN {_json('operation_progress.reason')} END"),
+        ("definition_file", "STRING", "flow_definition: the file that declared the flow (the local engine "
+         "records it; Databricks' documented event does not, so NULL there)",
+         _json("flow_definition.source_code_location.file_name")),
+        ("definition_line", "BIGINT", "flow_definition: the line that declared the flow (as definition_file)",
+         f"try_cast({_json('flow_definition.source_code_location.line_number')} AS BIGINT)"),
         ("event_date", "DATE", "Date (UTC) of the event", "to_date(`timestamp`)"),
     ],
     "{event_log}",
@@ -873,6 +880,100 @@ GROUP BY coalesce(error_class, root_cause_class, exception_class)
 """,
 )
 
+_INSIGHT_FACTS = ("concat_ws(' ', i.first_error_class, i.exception_class, i.root_cause_class, i.first_error_message, "
+                  "i.root_cause_message, concat('" + I.STATE_MARKER + "', i.final_state), "
+                  "CASE WHEN i.backlog_growing THEN '" + I.BACKLOG_GROWING + "' END, "
+                  "CASE WHEN i.no_progress THEN '" + I.NO_PROGRESS + "' END)")
+
+RUN_INSIGHTS = _table(
+    "run_insights",
+    "One row per FAILED or CANCELED update (internal updates excluded): the failing flow and where it was "
+    "defined, the error class and a concise message, the chain of events, the last flow that completed, and "
+    "a root-cause category with a recommended action (rules in pipelines/insights.py; 'unknown' when none "
+    "matches).",
+    [
+        ("pipeline_id", "STRING", "Pipeline id"),
+        ("pipeline_name", "STRING", "Pipeline name"),
+        ("update_id", "STRING", "Pipeline update (run) id"),
+        ("final_state", "STRING", "FAILED or CANCELED"),
+        ("start_time", "TIMESTAMP", "When the update was created"),
+        ("end_time", "TIMESTAMP", "When it failed or was canceled"),
+        ("failing_flow", "STRING", "The first flow that logged an error (NULL: the update's own error, or none)"),
+        ("definition_file", "STRING", "File that declared the failing flow (NULL where the event log does not say: "
+                                      "Databricks)"),
+        ("definition_line", "BIGINT", "Line that declared the failing flow (as definition_file)"),
+        ("error_class", "STRING", "Error class ([ERROR_CLASS]) or exception class of the first error"),
+        ("root_cause_class", "STRING", "Innermost exception class of the first error"),
+        ("message", "STRING", "The first error's message: first line, without exception class names, at most "
+                              "300 characters"),
+        ("last_completed_flow", "STRING", "The last flow that completed in the update before it ended (NULL: none)"),
+        ("events", "ARRAY<STRUCT<event_time: TIMESTAMP, flow_name: STRING, event_type: STRING, status: STRING, "
+                   "level: STRING, message: STRING>>",
+         "The update's state changes, flow outcomes, warnings and errors, in order"),
+        ("category", "STRING", "Root-cause category (pipelines/insights.py), 'unknown' when no rule matches"),
+        ("recommended_action", "STRING", "What to do about it"),
+        ("update_date", "DATE", "Date (UTC) the update started"),
+    ],
+    f"""
+WITH ended AS (
+  SELECT * FROM update_status WHERE final_state IN ('FAILED', 'CANCELED')
+),
+per_update AS (
+  SELECT
+    e.update_id,
+    min_by(e.flow_name, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error AND e.flow_name <> '') AS failing_flow,
+    min_by(e.exception_class, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS exception_class,
+    min_by(e.root_cause_class, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS root_cause_class,
+    min_by(e.root_cause_message, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS root_cause_message,
+    max_by(e.flow_name, struct(e.event_time, e.seq))
+      FILTER (WHERE e.event_type = 'flow_progress' AND e.flow_status = 'COMPLETED' AND e.level <> 'METRICS')
+      AS last_completed_flow,
+    count_if(e.event_type = 'flow_progress' AND e.flow_status = 'COMPLETED' AND e.level <> 'METRICS') AS completed_flows,
+    count_if(e.has_error) AS error_events,
+    sum(e.num_output_rows) FILTER (WHERE e.level = 'METRICS') AS rows_written,
+    min_by(e.backlog_files, struct(e.event_time, e.seq)) FILTER (WHERE e.backlog_files IS NOT NULL) AS first_backlog,
+    max_by(e.backlog_files, struct(e.event_time, e.seq)) FILTER (WHERE e.backlog_files IS NOT NULL) AS last_backlog,
+    array_sort(collect_list(struct(e.event_time, e.seq, e.flow_name, e.event_type,
+                                   coalesce(e.update_state, e.flow_status) AS status, e.level,
+                                   {I.concise_sql('coalesce(e.exception_message, e.message)')} AS message))
+      FILTER (WHERE e.event_type = 'update_progress' OR e.level IN ('WARN', 'ERROR') OR e.has_error
+              OR (e.event_type = 'flow_progress' AND e.level <> 'METRICS'
+                  AND e.flow_status IN ('COMPLETED', 'FAILED', 'SKIPPED', 'STOPPED', 'EXCLUDED')))) AS chain
+  FROM events e JOIN ended d ON e.update_id = d.update_id
+  GROUP BY e.update_id
+),
+definitions AS (
+  SELECT update_id, flow_name, max(definition_file) AS definition_file, max(definition_line) AS definition_line
+  FROM events WHERE event_type = 'flow_definition' AND definition_file IS NOT NULL
+  GROUP BY update_id, flow_name
+),
+insight AS (
+  SELECT d.*, p.failing_flow, p.exception_class, p.root_cause_class, p.root_cause_message,
+         p.last_completed_flow, p.chain,
+         -- without an error to go by, what the events say
+         coalesce(p.error_events, 0) = 0 AND coalesce(p.last_backlog > p.first_backlog, false) AS backlog_growing,
+         coalesce(p.error_events, 0) = 0 AND coalesce(p.completed_flows, 0) = 0
+           AND coalesce(p.rows_written, 0) = 0 AS no_progress
+  FROM ended d LEFT JOIN per_update p ON d.update_id = p.update_id
+)
+SELECT
+  i.pipeline_id, i.pipeline_name, i.update_id, i.final_state, i.start_time, i.end_time, i.failing_flow,
+  f.definition_file, f.definition_line,
+  coalesce(i.first_error_class, i.exception_class) AS error_class,
+  i.root_cause_class,
+  {I.concise_sql('i.first_error_message')} AS message,
+  i.last_completed_flow,
+  transform(i.chain, x -> named_struct('event_time', x.event_time, 'flow_name', x.flow_name,
+                                       'event_type', x.event_type, 'status', x.status, 'level', x.level,
+                                       'message', x.message)) AS events,
+  {I.category_sql(_INSIGHT_FACTS)} AS category,
+  {I.action_sql(I.category_sql(_INSIGHT_FACTS))} AS recommended_action,
+  i.update_date
+FROM insight i LEFT JOIN definitions f ON i.update_id = f.update_id AND i.failing_flow = f.flow_name
+""",
+    partition_cols=("update_date",),
+)
+
 SCHEMA_DRIFT = _table(
     "schema_drift",
     "Per table and day the data arrived (the source file's modification time, so a full refresh that reads "
@@ -1238,6 +1339,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     DROPPED_RECORDS,
     ERRORS,
     ERROR_CLASSES,
+    RUN_INSIGHTS,
     SCHEMA_DRIFT,
     QUARANTINE_DELIVERIES,
     QUARANTINE_DAILY,

@@ -72,6 +72,21 @@ def test_every_update_has_exactly_one_terminal_state(tables, log):
     assert rows and {r["n"] for r in rows} == {1}
 
 
+def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and_the_cause(tables):
+    failed = [r["update_id"] for r in tables.table("update_status").where("final_state = 'FAILED'").collect()]
+    [insight] = tables.table("run_insights").collect()  # the demo fails one update on purpose
+    assert insight["update_id"] == failed[0]
+    assert (insight["failing_flow"], insight["category"]) == ("orders_bronze", "unreadable_file")
+    assert ("orders_bronze", "FAILED", "ERROR") in [(e["flow_name"], e["status"], e["level"]) for e in insight["events"]]
+    assert insight["events"][-1]["status"] == "FAILED" and insight["events"][-1]["flow_name"] is None
+    # Oracle: the definition file's own text, where the bronze table is declared.
+    lines = (PROJECT_ROOT / "pipelines" / "ingestion.py").read_text().splitlines()
+    start = next(n for n, line in enumerate(lines, 1) if "@dp.table(" in line and "bronze_name" in lines[n])
+    end = next(n for n, line in enumerate(lines, 1) if line.strip().startswith("def bronze("))
+    assert insight["definition_file"] == "pipelines/ingestion.py"
+    assert start <= insight["definition_line"] <= end
+
+
 def test_every_observability_table_is_filled(tables):
     empty = [t.name for t in PUBLISHED if tables.table(t.name).count() == 0]
     assert empty == []

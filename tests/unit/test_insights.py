@@ -1,0 +1,157 @@
+"""Run insights: one failed or canceled update per root-cause category, with error texts in the shapes
+Spark, Delta and Databricks write them (error classes of Spark's error conditions), read through the
+`run_insights` view over an event log; the CLI's classifier must give the same answer."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pipelines import insights as I
+from tests.eventlog_builders import Update, observability_views, today_at
+
+Chain = tuple[tuple[str, str], ...]  # (exception class, message), outermost first
+
+UNRESOLVED = (("org.apache.spark.sql.catalyst.ExtendedAnalysisException",
+               "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `amount_eur` "
+               "cannot be resolved. Did you mean one of the following? [`amount`, `currency`]. SQLSTATE: 42703"),)
+MERGE_FIELDS = (("org.apache.spark.sql.delta.DeltaAnalysisException",
+                 "[DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields 'amount' and 'amount'. SQLSTATE: 22005"),)
+PARSE = (("org.apache.spark.sql.catalyst.parser.ParseException",
+          "\n[PARSE_SYNTAX_ERROR] Syntax error at or near 'FORM'. SQLSTATE: 42601 (line 1, pos 9)"),)
+CUT_GZIP = (("org.apache.spark.SparkException",
+             "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:/landing/orders/o-3.json.gz. "
+             "SQLSTATE: KD001"),
+            ("java.io.EOFException", "Unexpected end of input stream"))
+EXPECTATION = (("org.apache.spark.sql.streaming.StreamingQueryException",
+                "[EXPECTATION_VIOLATION.VERIFY_FAILED] Flow 'orders' failed to meet the expectation. Violated "
+                "expectations: 'amount_below_limit'. Input data: '{\"amount\": 812.5}'"),)
+HEAP = (("org.apache.spark.SparkException", "Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times"),
+        ("java.lang.OutOfMemoryError", "Java heap space"))
+PERMISSION = (("org.apache.spark.sql.AnalysisException",
+               "[INSUFFICIENT_PERMISSIONS] Insufficient privileges: User does not have READ VOLUME on Volume "
+               "'main.lakewatch.landing'. SQLSTATE: 42501"),)
+NO_PATH = (("org.apache.spark.sql.AnalysisException",
+            "[PATH_NOT_FOUND] Path does not exist: /Volumes/main/lakewatch/landing/orders. SQLSTATE: 42K03"),)
+ODD = (("java.lang.IllegalStateException", "Sink offset went backwards for a reason nobody wrote down"),)
+
+
+def failed(update_id: str, start: dt.datetime, chain: Chain, flow: str = "orders_bronze") -> Update:
+    """`customers_bronze` completes, then `flow` fails with `chain` and the update fails with its outer error."""
+    u = Update(update_id, start)
+    u.state("RUNNING", 1)
+    u.ran("customers_bronze", 2, 5, 40)
+    u.flow(flow, "QUEUED", 5.5).flow(flow, "RUNNING", 6)
+    u.flow(flow, "FAILED", 9, error=chain)
+    return u.state("FAILED", 10, error=chain[0])
+
+
+def canceled_with_backlog(update_id: str, start: dt.datetime) -> Update:
+    """Writes rows but the files waiting grow from 10 to 40 until it is canceled; no error."""
+    u = Update(update_id, start)
+    u.state("RUNNING", 1)
+    u.flow("orders_bronze", "RUNNING", 2)
+    u.metrics("orders_bronze", 30, rows=500, backlog_files=10, batch_id=0)
+    u.metrics("orders_bronze", 60, rows=500, backlog_files=40, batch_id=1)
+    u.flow("orders_bronze", "STOPPED", 61)
+    return u.state("CANCELED", 62)
+
+
+def canceled_without_progress(update_id: str, start: dt.datetime) -> Update:
+    u = Update(update_id, start)
+    u.state("RUNNING", 1)
+    u.flow("orders_bronze", "RUNNING", 2).flow("orders_bronze", "STOPPED", 300)
+    return u.state("CANCELED", 301)
+
+
+CASES: dict[str, tuple[str, Update]] = {}
+
+
+def case(update_id: str, category: str, update: Update) -> None:
+    CASES[update_id] = (category, update)
+
+
+_start = today_at(0, 5)
+case("schema", "schema_mismatch", failed("schema", _start, UNRESOLVED, flow="orders"))
+case("merge", "schema_mismatch", failed("merge", _start, MERGE_FIELDS, flow="orders"))
+case("parse", "analysis_error", failed("parse", _start, PARSE, flow="orders"))
+case("gzip", "unreadable_file", failed("gzip", _start, CUT_GZIP))
+case("expect", "expectation_failed", failed("expect", _start, EXPECTATION, flow="orders"))
+case("heap", "out_of_memory_or_timeout", failed("heap", _start, HEAP))
+case("grant", "missing_permission_or_path", failed("grant", _start, PERMISSION))
+case("path", "missing_permission_or_path", failed("path", _start, NO_PATH))
+case("backlog", "backlog_outpacing_processing", canceled_with_backlog("backlog", _start))
+case("stall", "source_stalled", canceled_without_progress("stall", _start))
+case("odd", I.UNKNOWN, failed("odd", _start, ODD))
+
+
+@pytest.fixture(scope="module")
+def insights(spark):
+    session = spark.newSession()
+    observability_views(session, [u for _, u in CASES.values()], only=["run_insights"])
+    return {r["update_id"]: r for r in session.sql("SELECT * FROM run_insights").collect()}
+
+
+@pytest.mark.parametrize("update_id", CASES)
+def test_each_failure_gets_its_category_and_action(insights, update_id):
+    category, _ = CASES[update_id]
+    row = insights[update_id]
+    assert row["category"] == category
+    expected_action = next((r.action for r in I.RULES if r.category == category), I.UNKNOWN_ACTION)
+    assert row["recommended_action"] == expected_action
+
+
+def test_completed_updates_get_no_insight(spark):
+    session = spark.newSession()
+    u = Update("fine", today_at(0, 1))
+    u.state("RUNNING", 1).ran("orders_bronze", 2, 4, 10)
+    observability_views(session, [u.state("COMPLETED", 5), failed("gzip", today_at(0, 9), CUT_GZIP)],
+                        only=["run_insights"])
+    assert [r["update_id"] for r in session.sql("SELECT update_id FROM run_insights").collect()] == ["gzip"]
+
+
+def test_the_failing_flow_the_last_completed_flow_and_a_concise_message(insights):
+    row = insights["gzip"]
+    assert (row["failing_flow"], row["last_completed_flow"]) == ("orders_bronze", "customers_bronze")
+    assert row["error_class"] == "FAILED_READ_FILE.NO_HINT"
+    assert row["root_cause_class"] == "java.io.EOFException"
+    assert row["message"].startswith("[FAILED_READ_FILE.NO_HINT] Encountered error while reading file")
+    parse = insights["parse"]["message"]  # a leading newline and no class prefix: the first line that says something
+    assert parse == "[PARSE_SYNTAX_ERROR] Syntax error at or near 'FORM'. SQLSTATE: 42601 (line 1, pos 9)"
+    # The definition of a flow is not in these event logs (as on Databricks): unknown stays NULL.
+    assert (row["definition_file"], row["definition_line"]) == (None, None)
+
+
+def test_the_chain_of_events_is_in_order(insights):
+    chain = [(e["flow_name"], e["event_type"], e["status"]) for e in insights["gzip"]["events"]]
+    assert chain == [
+        (None, "update_progress", "INITIALIZING"),
+        (None, "update_progress", "RUNNING"),
+        ("customers_bronze", "flow_progress", "COMPLETED"),
+        ("orders_bronze", "flow_progress", "FAILED"),
+        (None, "update_progress", "FAILED"),
+    ]
+    failed_event = insights["gzip"]["events"][3]
+    assert (failed_event["level"], failed_event["message"].split("]")[0]) == ("ERROR", "[FAILED_READ_FILE.NO_HINT")
+
+
+@pytest.mark.parametrize("update_id", CASES)
+def test_the_cli_classifier_agrees_with_the_view(update_id):
+    category, update = CASES[update_id]
+    texts = [m for e in update.events if e.get("error") for x in e["error"]["exceptions"] for m in (x["class_name"], x["message"])]
+    state = "CANCELED" if update_id in ("backlog", "stall") else "FAILED"
+    text = I.facts(state, texts, backlog_growing=update_id == "backlog", no_progress=update_id == "stall")
+    assert I.classify(text)[0] == category
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("java.lang.IllegalStateException: boom\n\tat a.b.C.d(C.java:1)", "boom"),
+    ("org.apache.spark.SparkException: java.io.IOException: disk full", "disk full"),
+    (None, None),
+    ("x" * 500, "x" * 300),
+])
+def test_concise_in_python_and_sql(spark, message, expected):
+    assert I.concise(message) == expected
+    [row] = spark.createDataFrame([(message,)], "m STRING").selectExpr(f"{I.concise_sql('m')} AS c").collect()
+    assert row["c"] == expected
