@@ -283,6 +283,24 @@ def cmd_alerts(args: argparse.Namespace, project: Any) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace, project: Any) -> int:
+    """`lakewatch report`: the last updates of the ingest pipeline, from the observability tables."""
+    from pipelines import report
+
+    project.use_schema()
+    try:
+        updates, as_of = report.collect(project.spark, args.last)
+    except Exception as e:  # noqa: BLE001 (a missing table is the usual cause; the reason says)
+        text = error_paragraph(e, args.verbose)
+        key = "REPORT_NO_TABLES" if "TABLE_OR_VIEW_NOT_FOUND" in text else "QUERY_FAILED"
+        raise LakewatchError(key, {"home": project.home.root, "reason": text}) from e
+    if args.json:
+        print(json.dumps({"as_of": _jsonable(as_of), "updates": [_jsonable(dict(u.row)) for u in updates]}, default=str))
+    else:
+        print(report.render(updates, as_of))
+    return EXIT_OK
+
+
 def cmd_engine(args: argparse.Namespace, project: Any) -> int:
     """`lakewatch engine status|start|stop`: the state folder's resident engine."""
     from datetime import datetime, timezone
@@ -366,6 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
     alerts.add_argument("--fail-on-trigger", action="store_true", help="exit 1 when an alert is TRIGGERED or in ERROR")
     alerts.add_argument("--json", action="store_true")
     alerts.set_defaults(handler=cmd_alerts)
+
+    rep = sub.add_parser("report", help="the last updates of the ingest pipeline: state, duration against its "
+                         "baseline, rows, pass rate, backlog, and why a failed one failed")
+    rep.add_argument("--last", type=int, default=10, help="how many updates (default 10)")
+    rep.add_argument("--json", action="store_true")
+    rep.set_defaults(handler=cmd_report)
 
     dash = sub.add_parser("dashboard", help="render the bundle's AI/BI dashboard from the local tables to one HTML file")
     dash.add_argument("--output", type=Path, default=None, help="HTML file to write (default: <home>/<dashboard>.html)")

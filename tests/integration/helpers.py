@@ -40,8 +40,9 @@ def stop_engines() -> None:
 class Cli:
     home: Path
 
-    def run(self, *args: str, expect: int | None = 0, timeout: int = 600) -> subprocess.CompletedProcess:
-        env = cli_env(self.home)
+    def run(self, *args: str, expect: int | None = 0, timeout: int = 600,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        env = {**cli_env(self.home), **(env or {})}
         result = subprocess.run(
             [sys.executable, "-m", "pipelines.cli", *args],
             cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout,

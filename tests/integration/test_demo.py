@@ -87,6 +87,22 @@ def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and
     assert start <= insight["definition_line"] <= end
 
 
+def test_report_lists_the_updates_newest_first_with_the_failure_explained(tables, demo_home):
+    # Oracle: the terminal state of each update, read straight from the ingest event log.
+    states = {r["u"]: r["s"] for r in tables.sql(
+        "SELECT origin.update_id AS u, get_json_object(details, '$.update_progress.state') AS s, timestamp FROM {log} "
+        "WHERE event_type = 'update_progress' AND get_json_object(details, '$.update_progress.state') "
+        "IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY timestamp DESC", log="lakewatch_ingest_event_log").collect()}
+    report = json.loads(Cli(demo_home).run("report", "--json").stdout)
+    assert [(u["update_id"], u["final_state"]) for u in report["updates"]] == list(states.items())
+    [failed] = [u for u in report["updates"] if u["final_state"] == "FAILED"]
+    assert (failed["category"], failed["failing_flow"]) == ("unreadable_file", "orders_bronze")
+    assert report["as_of"] is not None
+    text = Cli(demo_home).run("report", env={"COLUMNS": "60"}).stdout
+    assert all(len(line) <= 60 for line in text.splitlines())
+    assert "why: unreadable_file in flow orders_bronze (pipelines/ingestion.py:" in " ".join(text.split())
+
+
 def test_every_observability_table_is_filled(tables):
     empty = [t.name for t in PUBLISHED if tables.table(t.name).count() == 0]
     assert empty == []
