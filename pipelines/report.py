@@ -46,7 +46,8 @@ SELECT
   d.history AS baseline_updates,
   CASE WHEN coalesce(r.unmeasured, 0) = 0 THEN r.bronze_rows END AS bronze_rows,
   q.lowest_pass_rate, w.backlog_files,
-  i.category, i.recommended_action, i.failing_flow, i.definition_file, i.definition_line, i.message
+  i.category, i.recommended_action, i.failing_flow, i.definition_file, i.definition_line, i.message,
+  i.root_cause_class, i.root_cause_message
 FROM durations d
 LEFT JOIN rows_in r ON d.update_id = r.update_id
 LEFT JOIN quality q ON d.update_id = q.update_id
@@ -101,6 +102,9 @@ class UpdateLine:
         lines = [f"why: {self['category']}{where}"]
         if self["message"]:
             lines.append(f"error: {self['message']}")
+        if self["root_cause_message"] and self["root_cause_message"] != self["message"]:
+            cause = (self["root_cause_class"] or "").rsplit(".", 1)[-1]
+            lines.append(f"root cause: {cause + ': ' if cause else ''}{self['root_cause_message']}")
         lines.append(f"do: {self['recommended_action']}")
         return lines
 

@@ -906,6 +906,8 @@ RUN_INSIGHTS = _table(
         ("root_cause_class", "STRING", "Innermost exception class of the first error"),
         ("message", "STRING", "The first error's message: first line, without exception class names, at most "
                               "300 characters"),
+        ("root_cause_message", "STRING", "The first error's innermost message, concise (often says more than the "
+                                         "outer message: the file, the missing column)"),
         ("last_completed_flow", "STRING", "The last flow that completed in the update before it ended (NULL: none)"),
         ("events", "ARRAY<STRUCT<event_time: TIMESTAMP, flow_name: STRING, event_type: STRING, status: STRING, "
                    "level: STRING, message: STRING>>",
@@ -962,6 +964,7 @@ SELECT
   coalesce(i.first_error_class, i.exception_class) AS error_class,
   i.root_cause_class,
   {I.concise_sql('i.first_error_message')} AS message,
+  {I.concise_sql('i.root_cause_message')} AS root_cause_message,
   i.last_completed_flow,
   transform(i.chain, x -> named_struct('event_time', x.event_time, 'flow_name', x.flow_name,
                                        'event_type', x.event_type, 'status', x.status, 'level', x.level,

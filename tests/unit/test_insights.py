@@ -117,6 +117,7 @@ def test_the_failing_flow_the_last_completed_flow_and_a_concise_message(insights
     assert row["error_class"] == "FAILED_READ_FILE.NO_HINT"
     assert row["root_cause_class"] == "java.io.EOFException"
     assert row["message"].startswith("[FAILED_READ_FILE.NO_HINT] Encountered error while reading file")
+    assert row["root_cause_message"] == "Unexpected end of input stream"
     parse = insights["parse"]["message"]  # a leading newline and no class prefix: the first line that says something
     assert parse == "[PARSE_SYNTAX_ERROR] Syntax error at or near 'FORM'. SQLSTATE: 42601 (line 1, pos 9)"
     # The definition of a flow is not in these event logs (as on Databricks): unknown stays NULL.

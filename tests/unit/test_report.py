@@ -64,3 +64,4 @@ def test_text_fits_a_narrow_terminal_and_says_why(report):
     assert all(len(line) <= 44 for line in text.splitlines())
     assert "why: unreadable_file in flow orders_bronze" in " ".join(text.split())
     assert "lowest pass rate: no business expectation counted" in " ".join(text.split())
+    assert "root cause: EOFException: Unexpected end of input stream" in " ".join(text.split())
