@@ -69,6 +69,19 @@ def test_append_flows_target_the_shared_sink_after_it_is_defined(graph):
     assert graph.order.index("output:corrupt_records_sink") < graph.order.index("flow:orders_to_corrupt_records_sink")
 
 
+def test_row_tracking_is_declared_for_databricks_only(graph):
+    """Databricks' incremental refresh needs change data feed and row tracking on the tables views
+    read; locally row tracking only costs (bench/RESULTS.md), so the local declaration leaves it out."""
+    from pipelines.ingestion import CHANGE_TRACKING
+
+    declared = {o.name: o.table_properties for o in graph.outputs if isinstance(o, StreamingTable)}
+    for table in ("orders_bronze", "orders", "customers_bronze", "customers"):
+        assert declared[table]["delta.enableChangeDataFeed"] == "true"
+        assert "delta.enableRowTracking" not in declared[table]
+    assert adapter.DatabricksEngine().table_properties(CHANGE_TRACKING) == {
+        "delta.enableChangeDataFeed": "true", "delta.enableRowTracking": "true"}
+
+
 def test_local_engine_records_what_the_runner_measures(graph):
     assert adapter.LOCAL_GRAPH.file_sources == {"orders_bronze": "/landing/orders", "customers_bronze": "/landing/customers"}
     assert adapter.LOCAL_GRAPH.expectations["orders_bronze"].expectations == BRONZE_EXPECTATIONS
