@@ -199,6 +199,7 @@ def test_full_refresh_rebuilds_bronze_and_the_sink_keeps_every_quarantined_recor
 def test_failed_update_names_the_flow_and_error(scenario):
     output = scenario.outputs[2]
     assert "orders_bronze" in output and "java.io.EOFException" in output
+    assert "\ninsight: unreadable_file: " in output  # the CLI's root-cause verdict under the error line
     log = event_log(scenario).where(f"origin.update_id = '{scenario.updates[2][0]}'")
     failed = log.where("event_type = 'flow_progress' AND get_json_object(details, '$.flow_progress.status') = 'FAILED'")
     classes = {r["cls"] for r in failed.selectExpr("explode(error.exceptions.class_name) AS cls").collect()}
@@ -217,6 +218,7 @@ def test_failed_update_names_the_flow_and_error(scenario):
 def test_fail_expectation_fails_the_update_with_databricks_error_class(scenario):
     update_5 = scenario.updates[4][0]
     assert "amount_below_limit" in scenario.outputs[4]
+    assert "\ninsight: expectation_failed: " in scenario.outputs[4]
     log = event_log(scenario).where(f"origin.update_id = '{update_5}'")
     failed = log.where("get_json_object(details, '$.flow_progress.status') = 'FAILED'").collect()
     assert {r["origin"]["flow_name"] for r in failed} == {"spark_catalog.lakewatch.orders"}
