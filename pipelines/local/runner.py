@@ -500,7 +500,8 @@ class _Update:
         if final_state == "FAILED":
             failed = [f for f in self.flow_status.values() if f.status == "FAILED"]
             if failed and failed[0].exceptions:
-                chain = [E.ExceptionInfo(c.class_name, _databricks_message(failed[0].error) if i == 0 else c.message)
+                first = _databricks_message(failed[0].error, failed[0].exceptions)
+                chain = [E.ExceptionInfo(c.class_name, first if i == 0 else c.message)
                          for i, c in enumerate(failed[0].exceptions)]
             else:
                 chain = [E.ExceptionInfo(type(error).__name__ if error else "UpdateFailed",
@@ -615,7 +616,7 @@ class _Update:
         chain = jvm_log.flow_exceptions(jvm_log.read_since(self.runner.local.log_file, self.log_offset)).get(flow) or []
         if not chain and not final:
             return False
-        message = _databricks_message(pending["error"])
+        message = _databricks_message(pending["error"], chain)
         infos = [E.ExceptionInfo(c.class_name, message if i == 0 else c.message) for i, c in enumerate(chain)]
         if not infos:
             infos = [E.ExceptionInfo("org.apache.spark.SparkException", message)]
@@ -725,14 +726,17 @@ def _expectation_results(rules: adapter.DatasetExpectations, counts: dict[str, A
     return results
 
 
-def _databricks_message(text: str | None) -> str:
+def _databricks_message(text: str | None, chain: Sequence[Any] = ()) -> str:
     """An error text as the event log keeps it: without the streaming query's plan dump, and a
-    violated `fail` expectation under Databricks' error class."""
+    violated `fail` expectation under Databricks' error class. The expectation's text may be only in
+    a cause (`chain`, the JVM's exception chain): when the error surfaced through a write task, the
+    outer STREAM_FAILED / TASK_WRITE_FAILED text does not repeat it."""
     text = (text or "").split("\n=== Streaming Query ===")[0].strip()
-    if text and X.FAIL_MESSAGE_PREFIX in text:
-        detail = text[text.index(X.FAIL_MESSAGE_PREFIX) + len(X.FAIL_MESSAGE_PREFIX):].strip()
-        detail = detail.split(" SQLSTATE")[0].strip()
-        return f"[{X.EXPECTATION_ERROR_CLASS}] {detail}"
+    for candidate in [text, *((c.message or "") for c in chain)]:
+        if X.FAIL_MESSAGE_PREFIX in candidate:
+            detail = candidate[candidate.index(X.FAIL_MESSAGE_PREFIX) + len(X.FAIL_MESSAGE_PREFIX):].strip()
+            detail = detail.split("\n=== Streaming Query ===")[0].split(" SQLSTATE")[0].strip()
+            return f"[{X.EXPECTATION_ERROR_CLASS}] {detail}"
     return text or ""
 
 

@@ -51,3 +51,20 @@ def test_fail_passes_when_every_row_meets_it(orders):
 def test_by_action_builds_the_mappings_dp_expect_all_takes():
     assert X.by_action(RULES, X.Action.DROP) == {"has_id": "id IS NOT NULL"}
     assert X.by_action(RULES, X.Action.FAIL) == {}
+
+
+def test_a_fail_expectation_in_a_cause_gets_databricks_error_class(orders):
+    """A violation raised inside a write task surfaces as STREAM_FAILED / TASK_WRITE_FAILED whose text
+    does not repeat it; the event log still names it, from the cause that does."""
+    from pipelines.local.jvm_log import JvmException
+    from pipelines.local.runner import _databricks_message
+
+    with pytest.raises(Exception) as info:
+        enforce(orders, "orders", (X.fail("small", "amount < 4"),), streaming=False).collect()
+    outer = ("[STREAM_FAILED] Query [id = q] terminated with exception: [TASK_WRITE_FAILED] Task failed while "
+             "writing rows to file:/w/orders. SQLSTATE: 58030")
+    chain = [JvmException("org.apache.spark.sql.streaming.StreamingQueryException", outer),
+             JvmException("org.apache.spark.SparkRuntimeException", str(info.value))]
+    message = _databricks_message(outer, chain)
+    assert message.startswith(f"[{X.EXPECTATION_ERROR_CLASS}]") and "small" in message
+    assert _databricks_message(outer, chain[:1]) == outer  # no violation anywhere: the text as it was
