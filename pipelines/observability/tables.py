@@ -957,6 +957,9 @@ insight AS (
          coalesce(p.error_events, 0) = 0 AND coalesce(p.completed_flows, 0) = 0
            AND coalesce(p.rows_written, 0) = 0 AS no_progress
   FROM ended d LEFT JOIN per_update p ON d.update_id = p.update_id
+),
+classified AS (
+  SELECT i.*, {I.category_sql(_INSIGHT_FACTS)} AS category FROM insight i
 )
 SELECT
   i.pipeline_id, i.pipeline_name, i.update_id, i.final_state, i.start_time, i.end_time, i.failing_flow,
@@ -969,10 +972,10 @@ SELECT
   transform(i.chain, x -> named_struct('event_time', x.event_time, 'flow_name', x.flow_name,
                                        'event_type', x.event_type, 'status', x.status, 'level', x.level,
                                        'message', x.message)) AS events,
-  {I.category_sql(_INSIGHT_FACTS)} AS category,
-  {I.action_sql(I.category_sql(_INSIGHT_FACTS))} AS recommended_action,
+  i.category,
+  {I.action_sql('i.category')} AS recommended_action,
   i.update_date
-FROM insight i LEFT JOIN definitions f ON i.update_id = f.update_id AND i.failing_flow = f.flow_name
+FROM classified i LEFT JOIN definitions f ON i.update_id = f.update_id AND i.failing_flow = f.flow_name
 """,
     partition_cols=("update_date",),
 )
