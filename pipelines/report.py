@@ -2,8 +2,8 @@
 
 Per update: start, state, duration against its baseline (the median of up to `BASELINE_UPDATES`
 earlier completed incremental updates, none before `MIN_HISTORY` of them), rows written to bronze,
-the lowest business pass rate, the files still waiting, and for a failed or canceled update its
-insight (`run_insights`). Reads what the last observability refresh wrote; says when that was.
+the lowest business pass rate, the files still waiting, the values the `anomalies` table flags as
+unusual for their own series, and for a failed or canceled update its insight (`run_insights`). Reads what the last observability refresh wrote; says when that was.
 """
 
 from __future__ import annotations
@@ -39,25 +39,36 @@ quality AS (
 ),
 waiting AS (
   SELECT update_id, sum(backlog_files) AS backlog_files FROM backlog GROUP BY update_id
+),
+unusual AS (
+  SELECT update_id,
+         array_sort(collect_list(named_struct('metric', metric, 'subject', subject, 'kind', kind, 'value', value,
+                                              'baseline_median', baseline_median, 'score', score))) AS anomalies
+  FROM anomalies GROUP BY update_id
 )
 SELECT
   d.update_id, d.start_time, d.final_state, d.full_refresh, d.duration_seconds,
   CASE WHEN d.history >= {MIN_HISTORY} THEN d.median_before END AS baseline_seconds,
   d.history AS baseline_updates,
   CASE WHEN coalesce(r.unmeasured, 0) = 0 THEN r.bronze_rows END AS bronze_rows,
-  q.lowest_pass_rate, w.backlog_files,
+  q.lowest_pass_rate, w.backlog_files, a.anomalies,
   i.category, i.recommended_action, i.failing_flow, i.definition_file, i.definition_line, i.message,
   i.root_cause_class, i.root_cause_message
 FROM durations d
 LEFT JOIN rows_in r ON d.update_id = r.update_id
 LEFT JOIN quality q ON d.update_id = q.update_id
 LEFT JOIN waiting w ON d.update_id = w.update_id
+LEFT JOIN unusual a ON d.update_id = a.update_id
 LEFT JOIN run_insights i ON d.update_id = i.update_id
 ORDER BY d.start_time DESC
 LIMIT {{last}}
 """
 
 AS_OF_SQL = "SELECT max(checked_at) AS as_of FROM health_metrics"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,11 @@ class UpdateLine:
             f"files waiting: {waiting}" if waiting is not None else "files waiting: not measured",
         ]
 
+    def unusual(self) -> list[str]:
+        """One line per flagged value: what, how far from its baseline."""
+        return [f"unusual: {a['metric']} of {a['subject']}: {_number(a['value'])}, a {a['kind']} from the median "
+                f"{_number(a['baseline_median'])} (score {a['score']:.1f})" for a in self["anomalies"] or []]
+
     def why(self) -> list[str]:
         if self["category"] is None:
             return []
@@ -122,7 +138,7 @@ def render(updates: Sequence[UpdateLine], as_of: datetime | None, width: int | N
         out.append("")
         out.extend(textwrap.wrap(f"{u['start_time']:%Y-%m-%d %H:%M:%S} {u['final_state']}{refresh} "
                                  f"{u['update_id'][:8]}", width=width))
-        for line in [u.duration_text(), *u.facts(), *u.why()]:
+        for line in [u.duration_text(), *u.facts(), *u.unusual(), *u.why()]:
             out.extend(textwrap.wrap(line, width=width, initial_indent="  ", subsequent_indent="      "))
     return "\n".join(out)
 

@@ -33,7 +33,7 @@ Kinds of table, and what is incremental where
   ranks, collect_set/ORDER BY ... LIMIT or non-Delta inputs (`landing_files` reads `cloud_files_state`
   and the landing files, so it and `reconciliation` are recomputed; `update_status_daily`,
   `ingestion_latency_hourly`, `ingestion_latency_by_update`, `expectation_results_weekly`,
-  `flow_bottlenecks`, `quarantine_daily`, `health_metrics`). Which technique a refresh used is in the
+  `flow_bottlenecks`, `quarantine_daily`, `anomalies`, `health_metrics`). Which technique a refresh used is in the
   observability pipeline's own event log (`planning_information` events).
 - `quarantine_deliveries` is a pipeline-private temporary view (the sink is small: corrupt lines only).
 
@@ -58,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from pipelines import anomalies as A
 from pipelines import insights as I
 
 TERMINAL_UPDATE = "('COMPLETED', 'FAILED', 'CANCELED')"
@@ -980,6 +981,34 @@ FROM classified i LEFT JOIN definitions f ON i.update_id = f.update_id AND i.fai
     partition_cols=("update_date",),
 )
 
+ANOMALIES = _table(
+    "anomalies",
+    "One row per value that is unusual for its own series: update duration per pipeline, rows written and "
+    "backlog per flow, pass rate per expectation, ingestion latency per table, each against the median and "
+    "median absolute deviation of the comparable updates before it (completed, no full refresh). Rules and "
+    "settings in pipelines/anomalies.py; nothing is flagged before a series has enough history.",
+    [
+        ("pipeline_name", "STRING", "Pipeline name"),
+        ("metric", "STRING", "What was measured (update_duration_seconds, rows_written, pass_rate, backlog_files, "
+                             "backlog_bytes, ingestion_latency_p95_seconds)"),
+        ("subject", "STRING", "The series: the pipeline, a flow, dataset.expectation or a table"),
+        ("update_id", "STRING", "Update whose value is unusual"),
+        ("update_start", "TIMESTAMP", "When that update started"),
+        ("value", "DOUBLE", "The value"),
+        ("baseline_median", "DOUBLE", "Median of the comparable values before it"),
+        ("baseline_mad", "DOUBLE", "Median absolute deviation of those values"),
+        ("history_size", "INT", f"Comparable values the baseline is made of (at most {A.WINDOW})"),
+        ("expected_low", "DOUBLE", "Lowest value that would not have been flagged by its score"),
+        ("expected_high", "DOUBLE", "Highest value that would not have been flagged by its score"),
+        ("score", "DOUBLE", f"(value - median) / scale; flagged from {A.THRESHOLD} (modified z-score)"),
+        ("kind", "STRING", "spike (above the baseline) or drop (below)"),
+        ("seasonal", "BOOLEAN", "Compared with the same day of the week only"),
+        ("update_date", "DATE", "Date (UTC) the update started"),
+    ],
+    A.anomalies_sql(),
+    partition_cols=("update_date",),
+)
+
 SCHEMA_DRIFT = _table(
     "schema_drift",
     "Per table and day the data arrived (the source file's modification time, so a full refresh that reads "
@@ -1284,6 +1313,11 @@ _METRICS = [
           WHERE (latency_status = 'measured' AND first_commit_time >= current_timestamp() - INTERVAL 24 HOURS)
              OR (latency_status = 'no_commit_time' AND first_ingested_at >= current_timestamp() - INTERVAL 24 HOURS)
              OR (latency_status = 'recommitted_by_full_refresh' AND commit_time >= current_timestamp() - INTERVAL 24 HOURS)"""),
+    # Values unusual for their own series, in the last incremental update (pipelines/anomalies.py).
+    _m("anomalies_last_update",
+       "CASE WHEN count(l.update_id) > 0 THEN count(a.metric) END",
+       "CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet' END",
+       "last_incremental l LEFT JOIN anomalies a ON a.update_id = l.update_id"),
     _m("metrics_missing", "max(g.metrics_missing)",
        f"CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}' END",
        "last_update l LEFT JOIN measurement_gaps g ON g.update_id = l.update_id"),
@@ -1346,6 +1380,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     ERRORS,
     ERROR_CLASSES,
     RUN_INSIGHTS,
+    ANOMALIES,
     SCHEMA_DRIFT,
     QUARANTINE_DELIVERIES,
     QUARANTINE_DAILY,
@@ -1362,7 +1397,7 @@ HEALTH_METRIC_NAMES = (
     "errors_today", "failed_updates_today", "last_update_failed", "last_update_duration_seconds",
     "last_update_duration_vs_median", "rows_last_update", "lowest_pass_rate_today", "backlog_files",
     "backlog_bytes", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
-    "ingestion_latency_p95_seconds_24h", "metrics_missing", "files_not_reconciled",
+    "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "metrics_missing", "files_not_reconciled",
 )
 
 

@@ -106,6 +106,21 @@ def degraded() -> Inputs:
     return inputs
 
 
+def usual(last_duration: float) -> Inputs:
+    """Seven ordinary updates (60 to 62 s, 100 rows), then one of `last_duration` seconds."""
+    base = [completed_update(f"s{i}", ago(minutes=80 - i * 10), duration=60 + i % 3, rows=100, clean_failed=0)
+            for i in range(7)]
+    return Inputs(base + [completed_update("last", ago(minutes=5), duration=last_duration, rows=100, clean_failed=0)])
+
+
+def anomalous() -> Inputs:
+    return usual(300)
+
+
+def steady() -> Inputs:
+    return usual(61)
+
+
 def no_rows() -> Inputs:
     return history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0))
 
@@ -139,6 +154,7 @@ SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     "lakewatch_schema_drift": (degraded, healthy),
     "lakewatch_metrics_missing": (degraded, healthy),
     "lakewatch_files_not_reconciled": (degraded, healthy),
+    "lakewatch_anomalies": (anomalous, steady),
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 from pipelines.report import MIN_HISTORY, REPORT_SQL, UpdateLine, render
 from tests.eventlog_builders import Update, completed_update, observability_views, today_at
 
-NEEDED = ["update_status", "flow_throughput", "expectation_results", "backlog", "run_insights"]
+NEEDED = ["update_status", "flow_throughput", "expectation_results", "backlog", "run_insights", "anomalies"]
 GZIP = (("org.apache.spark.SparkException", "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file o.json.gz"),
         ("java.io.EOFException", "Unexpected end of input stream"))
 
@@ -65,3 +65,15 @@ def test_text_fits_a_narrow_terminal_and_says_why(report):
     assert "why: unreadable_file in flow orders_bronze" in " ".join(text.split())
     assert "lowest pass rate: no business expectation counted" in " ".join(text.split())
     assert "root cause: EOFException: Unexpected end of input stream" in " ".join(text.split())
+
+
+def test_an_unusual_value_is_named_with_its_baseline(spark):
+    session = spark.newSession()
+    usual = [completed_update(f"u{i}", today_at(2, i * 5), duration=60, rows=100) for i in range(6)]
+    observability_views(session, usual + [completed_update("slow", today_at(3, 0), duration=300, rows=100)],
+                        only=NEEDED)
+    lines = {r["update_id"]: UpdateLine(r.asDict(recursive=True)) for r in session.sql(REPORT_SQL.format(last=2)).collect()}
+    assert lines["slow"].unusual() == [
+        "unusual: update_duration_seconds of lakewatch_ingest: 300, a spike from the median 60 (score 28.0)"]
+    assert lines["u5"].unusual() == []
+    assert "unusual: update_duration_seconds" in render(list(lines.values()), None, width=60).replace("\n      ", " ")
