@@ -5,7 +5,8 @@
 - the top level, the targets and the variables use only keys the bundle schema knows;
 - every `${var.*}`, `${bundle.*}`, `${workspace.*}` and `${resources.*}` reference resolves, for
   every target;
-- every path exists: pipeline library globs (and that they match files), root paths, dashboard files;
+- every path exists: pipeline library globs (and that they match files), root paths, dashboard files,
+  the SQL files of job tasks;
 - the rules the CLI enforces per target mode (production needs a root path or run_as; development
   cannot force schedules to run);
 - deploy safety: no placeholder values (`<...>`) anywhere, a `bundle.databricks_cli_version` floor
@@ -348,6 +349,13 @@ def check_paths(bundle: Bundle) -> list[Finding]:
         root_path = raw.get("root_path")
         if root_path and "${" not in root_path and not (source.parent / root_path).is_dir():
             findings.append(Finding(f"{where}.root_path", f"'{root_path}' is not a folder"))
+    for key, raw in bundle.resources("jobs").items():
+        source = bundle.resource_file("jobs", key)
+        for i, task in enumerate(raw.get("tasks") or []):
+            path = ((task.get("sql_task") or {}).get("file") or {}).get("path")
+            if path and "${" not in path and not (source.parent / path).is_file():
+                findings.append(Finding(f"{_rel(bundle.root, source)}: resources.jobs.{key}.tasks[{i}].sql_task.file.path",
+                                        f"'{path}' does not exist"))
     for kind in ("dashboards", "alerts"):
         for key, raw in bundle.resources(kind).items():
             source = bundle.resource_file(kind, key)

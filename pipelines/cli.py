@@ -178,6 +178,8 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
     result = run_job(project.runner(), project.bundle, args.job, say=_say)
     for task in result.tasks:
         _say(f"task {task.task_key}: {task.state}")
+        if task.error is not None:
+            _say(f"  {task.error}")
         if task.update is not None:
             for line in summarize(task.update):
                 _say("  " + line)
@@ -376,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--no-truncate", action="store_true")
     query.set_defaults(handler=cmd_query)
 
-    job = sub.add_parser("job", help="run a bundle job's pipeline tasks in order (ingest, then observability)")
+    job = sub.add_parser("job", help="run a bundle job's tasks in order (ingest, archive of the event log, observability)")
     job.add_argument("job", nargs="?", default="lakewatch_job", help="job resource key (default lakewatch_job)")
     job.set_defaults(handler=cmd_job)
 

@@ -28,7 +28,7 @@ class Step:
     incomplete_upload: tuple[str, ...] = ()
     redeliver_first: bool = False
     expect_failure: bool = False
-    job: bool = False  # run the bundle's job (ingest, then observability) instead of an ingest update
+    job: bool = False  # run the bundle's job (ingest, archive, observability) instead of an ingest update
 
 
 SCENARIO: tuple[Step, ...] = (
@@ -37,7 +37,7 @@ SCENARIO: tuple[Step, ...] = (
     Step("batch 3: the orders producer's upload is cut short (a truncated gzip)",
          incomplete_upload=("orders",), expect_failure=True),
     Step("batch 4: the producer re-delivers the whole file, new files land, and the job runs "
-         "(ingest, then observability)", redeliver_first=True, job=True),
+         "(ingest, archive of the event log, then observability)", redeliver_first=True, job=True),
 )
 
 
@@ -72,6 +72,7 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
     settings = load_column_settings(project.root / "conf" / "generator.yml")
     runner = project.runner()
     results: list[tuple[Step, UpdateResult]] = []
+    failed_tasks: list[Any] = []  # job tasks other than updates that failed (the event log's archive)
     for number, step in enumerate(SCENARIO, start=1):
         say("")
         say(f"== {step.title}")
@@ -85,6 +86,7 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
             job = run_job(runner, project.bundle, JOB, say=say)
             updates = [t.update for t in job.tasks if t.update is not None]
             result, observability = updates[0], updates[-1]
+            failed_tasks = [t for t in job.tasks if t.update is None and t.state == "FAILED"]
             for update in updates:
                 for line in summarize(update):
                     say(line)
@@ -97,6 +99,9 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
     say("")
     say("== summary")
     ok = print_summary(project, tables, results)
+    for task in failed_tasks:
+        say(f"UNEXPECTED: job task {task.task_key} FAILED: {task.error}")
+        ok = False
     if not observability.ok:
         say(f"UNEXPECTED: the observability update ended {observability.state}")
         ok = False

@@ -1,18 +1,23 @@
-"""Runs a bundle job's pipeline tasks on the local engine, in the order the job declares.
+"""Runs a bundle job's tasks on the local engine, in the order the job declares.
 
 Each `pipeline_task` becomes one update (cause JOB_TASK) of the pipeline its `pipeline_id`
-reference names; `depends_on` and `run_if` (ALL_SUCCESS by default, ALL_DONE, ...) decide whether a
-task runs, as Databricks Jobs do. Tasks of other kinds are reported as not supported locally.
+reference names; each `sql_task` with a `file` runs that file's statements on the local engine with
+the task's `parameters` (pipelines/local/sql_task.py), where Databricks runs them on the SQL
+warehouse `warehouse_id`. `depends_on` and `run_if` (ALL_SUCCESS by default, ALL_DONE, ...) decide
+whether a task runs, as Databricks Jobs do. Tasks of other kinds are reported as not supported locally.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipelines.errors import BundleError
 from pipelines.local.runner import UpdateRequest, UpdateResult
+from pipelines.local.sql_task import SqlTaskError, SqlTaskResult, run_sql_file
 
 PIPELINE_REFERENCE = re.compile(r"^\$\{resources\.pipelines\.([A-Za-z0-9_-]+)\.id\}$")
 
@@ -20,8 +25,11 @@ PIPELINE_REFERENCE = re.compile(r"^\$\{resources\.pipelines\.([A-Za-z0-9_-]+)\.i
 @dataclass
 class TaskResult:
     task_key: str
-    state: str  # SUCCESS, FAILED, EXCLUDED (not run: run_if unmet), SKIPPED (not a pipeline task)
-    update: UpdateResult | None = None
+    state: str  # SUCCESS, FAILED, EXCLUDED (not run: run_if unmet), SKIPPED (a kind not run locally)
+    update: UpdateResult | None = None  # a pipeline task's update
+    sql: SqlTaskResult | None = None  # a SQL file task's statements, when they all ran
+    error: str | None = None  # why a task that is not an update failed
+    seconds: float | None = None
 
 
 @dataclass
@@ -62,6 +70,10 @@ def run_job(runner: Any, bundle: Any, job_key: str, say: Any = print) -> JobResu
             say(f"job {job_key}: task {key} not run (run_if {task.get('run_if', 'ALL_SUCCESS')} unmet)")
             result.tasks.append(TaskResult(key, "EXCLUDED"))
             continue
+        if ((task.get("sql_task") or {}).get("file") or {}).get("path"):
+            result.tasks.append(run_sql_task(runner, bundle, job_key, task, say))
+            states[key] = result.tasks[-1].state
+            continue
         reference = (task.get("pipeline_task") or {}).get("pipeline_id", "")
         match = PIPELINE_REFERENCE.match(str(reference))
         if not match:
@@ -75,3 +87,33 @@ def run_job(runner: Any, bundle: Any, job_key: str, say: Any = print) -> JobResu
         states[key] = "SUCCESS" if update.ok else "FAILED"
         result.tasks.append(TaskResult(key, states[key], update))
     return result
+
+
+def sql_task_file(bundle: Any, job_key: str, task: dict[str, Any]) -> Path:
+    """The SQL file of a `sql_task`: its `file.path`, relative to the job's resource file."""
+    path = str(task["sql_task"]["file"]["path"])
+    return (bundle.resource_file("jobs", job_key).parent / path).resolve()
+
+
+def run_sql_task(runner: Any, bundle: Any, job_key: str, task: dict[str, Any], say: Any = print) -> TaskResult:
+    """A `sql_task` with a `file`: its statements on the local engine with the task's parameters.
+    Any failure (a file or parameter missing, a statement failing) makes the task FAILED."""
+    key = task["task_key"]
+    sql = task["sql_task"]
+    started = time.monotonic()
+    if str((sql.get("file") or {}).get("source", "WORKSPACE")).upper() == "GIT":
+        say(f"job {job_key}: task {key} runs a SQL file from a Git source; not run locally")
+        return TaskResult(key, "SKIPPED")
+    path = sql_task_file(bundle, job_key, task)
+    say(f"job {job_key}: task {key} -> SQL file {path.relative_to(bundle.root) if path.is_relative_to(bundle.root) else path}")
+    try:
+        where = f"{bundle.resource_file('jobs', job_key).name}: resources.jobs.{job_key}.tasks[{key}].sql_task.parameters"
+        parameters = {str(k): v for k, v in (bundle.resolve(sql.get("parameters") or {}, where) or {}).items()}
+        done = run_sql_file(runner.spark, path, parameters)
+    except (SqlTaskError, BundleError) as e:
+        say(f"job {job_key}: task {key} FAILED: {e}")
+        return TaskResult(key, "FAILED", error=str(e), seconds=time.monotonic() - started)
+    inserted = done.metrics.get("num_inserted_rows")
+    say(f"job {job_key}: task {key}: {done.statements} statements in {done.seconds:.1f}s"
+        + (f", {inserted} rows inserted" if inserted is not None else ""))
+    return TaskResult(key, "SUCCESS", sql=done, seconds=time.monotonic() - started)

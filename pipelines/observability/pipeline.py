@@ -1,5 +1,6 @@
 """Declares the observability tables: two streaming tables (`events` from the ingest pipeline's event
-log, `errors` from `events`), materialized views for the rest, and one private temporary view.
+log and its history, `errors` from `events`), materialized views for the rest, and one private
+temporary view.
 
 The sources differ per engine only in where file state comes from (`cloud_files_state()` on
 Databricks, the local runner's file-state table locally), which the adapter provides.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.adapter import CATALOG_KEY, EVENT_LOG_KEY, SCHEMA_KEY, engine_for
+from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY, SCHEMA_KEY, engine_for
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
 from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql, table_properties
@@ -36,13 +37,28 @@ def sink_source(spark: Any, sink: str) -> str:
     return sink if exists else empty_sink_sql()
 
 
+def history_source(spark: Any) -> str | None:
+    """The event log's history table (`lakewatch.event_log_history`), or None when the configuration
+    names none or it does not exist yet (the job's archive task creates it at its first run). Should
+    the catalog not answer, None too: `events` then reads the live log alone, as before the history."""
+    name = spark.conf.get(EVENT_LOG_HISTORY_KEY, None)
+    if not name:
+        return None
+    try:
+        return name if spark.catalog.tableExists(name) else None
+    except Exception:  # noqa: BLE001 (no answer: no history flow in this update)
+        return None
+
+
 def sources(spark: Any) -> dict[str, str]:
-    """SQL text for each placeholder of the observability SQL."""
+    """SQL text for each placeholder of the observability SQL (`event_log_history` is empty when
+    there is no history table)."""
     catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)
     tables = tables_config(spark).tables
     bronze = [(t.name, f"{catalog}.{schema}.{t.bronze_name}") for t in tables]
     return {
         "event_log": spark.conf.get(EVENT_LOG_KEY),
+        "event_log_history": history_source(spark) or "",
         "file_state": engine_for(spark).file_state_sql(spark, [name for _, name in bronze]),
         "sink": sink_source(spark, f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}"),
         "bronze_union": bronze_union_sql(bronze),
@@ -59,6 +75,34 @@ def streaming_query(spark: Any, table: ObservabilityTable, placeholders: dict[st
         .where(table.stream.where)
         .selectExpr(*table.stream.select)
     )
+
+
+def history_query(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> Any:
+    """The second flow of a streaming table over the event log: the history table read as a stream,
+    without the events the live log still holds (a left anti join on `id` with the live log read as a
+    static table, which each micro-batch reads anew), then the same WHERE and SELECT.
+
+    The table's first flow reads every event of the live log, so history adds only events the live
+    log no longer held when the history flow read them: dropped by retention, or, after a full
+    refresh, gone before it. Each event id is counted once, provided an archived event is still in
+    the live log at the next refresh (the job refreshes right after archiving)."""
+    assert table.stream is not None and placeholders.get("event_log_history"), table.name
+    live_ids = spark.read.table(placeholders["event_log"]).select("id")
+    return (
+        spark.readStream.option("skipChangeCommits", "true").table(placeholders["event_log_history"])
+        .join(live_ids, "id", "left_anti")
+        .where(table.stream.where)
+        .selectExpr(*table.stream.select)
+    )
+
+
+def declare_history_flow(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> None:
+    from pyspark import pipelines as dp
+
+    def from_history() -> Any:
+        return history_query(spark, table, placeholders)
+
+    dp.append_flow(target=table.name, name=f"{table.name}_from_history")(from_history)
 
 
 def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> None:
@@ -99,3 +143,5 @@ def declare_observability(spark: Any) -> None:
     placeholders = sources(spark)
     for table in TABLES:
         declare_table(spark, table, placeholders)
+        if table.stream is not None and table.stream.source == "{event_log}" and placeholders["event_log_history"]:
+            declare_history_flow(spark, table, placeholders)

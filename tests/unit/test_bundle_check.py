@@ -12,7 +12,7 @@ import yaml
 from pipelines.bundle_check import check_bundle, required_inputs
 from pipelines.local.job import _should_run
 
-BUNDLE_PARTS = ("databricks.yml", "resources", "transformations", "conf", "dashboards", "pipelines")
+BUNDLE_PARTS = ("databricks.yml", "resources", "transformations", "conf", "dashboards", "pipelines", "jobs")
 
 
 @pytest.fixture
