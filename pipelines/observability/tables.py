@@ -18,7 +18,11 @@ Kinds of table, and what is incremental where
   lets a retention delete on Databricks pass), `errors` reads `events` the same way. Their SQL is
   one SELECT list and one WHERE clause (`StreamSpec`), applied to the stream with `selectExpr` and
   `where` in the pipeline and composed into plain SQL for tests. Each event is parsed once, in the
-  update after it was written, on both engines.
+  update after it was written, on both engines. `events` has a second flow, `events_from_history`,
+  when the event log's history table exists (the job's archive task, jobs/archive_event_log.sql,
+  fills it): the history read as a stream without the ids the live log still holds, so an event the
+  live log no longer has (retention, or gone before a full refresh) comes in once
+  (`pipeline.history_query`).
 - Every other published table is a MATERIALIZED VIEW. Open-source SDP recomputes materialized views
   in full at every update (truncate, then refill), so locally they cost what their inputs cost.
   On Databricks a materialized view can be refreshed incrementally when its query is deterministic
@@ -178,7 +182,8 @@ def _json(path: str) -> str:
 EVENTS = _streaming_table(
     "events",
     "The ingest pipeline's event log with the JSON details parsed once per event (streaming: each event "
-    "is read once). Every event of every update, internal ones included; other tables filter.",
+    "is read once). Every event of every update, internal ones included; other tables filter. Events the "
+    "live log no longer holds come from its history table, each once.",
     [
         ("event_id", "STRING", "Event id", "id"),
         ("pipeline_id", "STRING", "Pipeline id", "origin.pipeline_id"),
@@ -266,6 +271,7 @@ UPDATE_STATUS = _table(
         ("skipped_flows", "BIGINT", "Flows whose last status in the update is SKIPPED"),
         ("first_error_message", "STRING", "Message of the update's first error event"),
         ("first_error_class", "STRING", "Error class ([ERROR_CLASS]) or exception class of the first error"),
+        ("start_hour", "INT", "Hour of the day (UTC, 0-23) the update started: failures by hour of day"),
         ("update_date", "DATE", "Date (UTC) the update started"),
     ],
     f"""
@@ -309,6 +315,7 @@ SELECT
   coalesce(f.failed_flows, 0) AS failed_flows,
   coalesce(f.skipped_flows, 0) AS skipped_flows,
   r.first_error_message, r.first_error_class,
+  hour(r.start_time) AS start_hour,
   to_date(r.start_time) AS update_date
 FROM runs r LEFT JOIN flow_counts f ON r.update_id = f.update_id
 WHERE NOT r.internal
@@ -399,6 +406,7 @@ UPDATE_STATUS_DAILY = _table(
         ("success_rate", "DOUBLE", "completed / finished updates (0..1; NULL when none finished)"),
         ("avg_duration_seconds", "DOUBLE", "Average duration of finished updates"),
         ("p95_duration_seconds", "DOUBLE", "95th percentile duration of finished updates"),
+        ("max_duration_seconds", "DOUBLE", "Longest finished update"),
     ],
     f"""
 SELECT
@@ -409,9 +417,44 @@ SELECT
   count_if(final_state = 'CANCELED') AS canceled,
   CAST(count_if(final_state = 'COMPLETED') AS DOUBLE) / nullif(count_if(final_state IN {TERMINAL_UPDATE}), 0) AS success_rate,
   avg(duration_seconds) AS avg_duration_seconds,
-  CAST(percentile(duration_seconds, 0.95) AS DOUBLE) AS p95_duration_seconds
+  CAST(percentile(duration_seconds, 0.95) AS DOUBLE) AS p95_duration_seconds,
+  max(duration_seconds) AS max_duration_seconds
 FROM update_status
 GROUP BY update_date, pipeline_name
+""",
+)
+
+UPDATE_STATUS_WEEKLY = _table(
+    "update_status_weekly",
+    "Per pipeline and week (starting Monday): completed incremental updates (full refreshes and failures left "
+    "out: they are not comparable), their average, 95th percentile and longest duration, and the change of "
+    "the average against the week before (the week-over-week duration trend).",
+    [
+        ("week_start", "DATE", "Monday (UTC) of the week"),
+        ("pipeline_name", "STRING", "Pipeline name"),
+        ("updates", "BIGINT", "Completed incremental updates that week"),
+        ("avg_duration_seconds", "DOUBLE", "Average duration"),
+        ("p95_duration_seconds", "DOUBLE", "95th percentile duration"),
+        ("max_duration_seconds", "DOUBLE", "Longest update"),
+        ("previous_week_avg_duration_seconds", "DOUBLE", "Average duration the week before (NULL: no update then)"),
+        ("avg_duration_change", "DOUBLE", "avg / previous week's avg - 1 (0.05 = 5% slower)"),
+    ],
+    """
+WITH weekly AS (
+  SELECT CAST(date_trunc('WEEK', update_date) AS DATE) AS week_start, pipeline_name,
+         count(*) AS updates,
+         avg(duration_seconds) AS avg_duration_seconds,
+         CAST(percentile(duration_seconds, 0.95) AS DOUBLE) AS p95_duration_seconds,
+         max(duration_seconds) AS max_duration_seconds
+  FROM update_status
+  WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
+  GROUP BY CAST(date_trunc('WEEK', update_date) AS DATE), pipeline_name
+)
+SELECT w.week_start, w.pipeline_name, w.updates, w.avg_duration_seconds, w.p95_duration_seconds,
+       w.max_duration_seconds, p.avg_duration_seconds AS previous_week_avg_duration_seconds,
+       w.avg_duration_seconds / nullif(p.avg_duration_seconds, 0) - 1 AS avg_duration_change
+FROM weekly w
+LEFT JOIN weekly p ON p.pipeline_name = w.pipeline_name AND p.week_start = date_sub(w.week_start, 7)
 """,
 )
 
@@ -566,6 +609,9 @@ FILE_LATENCY = _table(
         ("commit_time", "TIMESTAMP", "Commit in the live checkpoint (NULL while pending or when not known)"),
         ("first_commit_time", "TIMESTAMP", "The file's earliest commit over every checkpoint"),
         ("latency_seconds", "DOUBLE", "first_commit_time - create_time (NULL unless latency_status is measured)"),
+        ("discovery_to_commit_seconds", "DOUBLE", "commit_time - discovery_time in the live checkpoint: how long the "
+                                                  "stream took from planning the file to committing it (slow "
+                                                  "discovery or processing; NULL when either time is unknown)"),
         ("latency_status", "STRING", "measured, pending (not committed yet), no_commit_time (landed, but the file "
                                      "state has no commit time: cloud_files_state below DBR 18.2 without "
                                      "cleanSource), recommitted_by_full_refresh"),
@@ -588,6 +634,7 @@ classified AS (
 SELECT
   table_name, path, size_bytes, create_time, discovery_time, commit_time, first_commit_time,
   CASE WHEN latency_status = 'measured' THEN {seconds_between('create_time', 'first_commit_time')} END AS latency_seconds,
+  {seconds_between('discovery_time', 'commit_time')} AS discovery_to_commit_seconds,
   latency_status, full_refresh_update_id, state, first_ingested_at, create_date
 FROM classified
 """,
@@ -665,6 +712,8 @@ BACKLOG = _table(
         ("backlog_files", "BIGINT", "Files waiting (NULL: not measured at the end of the update)"),
         ("backlog_bytes", "BIGINT", "Bytes waiting (NULL: not measured at the end of the update)"),
         ("reason", "STRING", "Why the backlog is NULL (NULL when measured)"),
+        ("files_change", "BIGINT", "backlog_files minus the flow's backlog_files in the update before (NULL when "
+                                   "either is not measured, or for the first)"),
         ("update_date", "DATE", "Date (UTC) of the measurement"),
     ],
     """
@@ -697,6 +746,9 @@ SELECT
   CASE WHEN failed_last THEN CAST(NULL AS BIGINT) ELSE backlog_files END AS backlog_files,
   CASE WHEN failed_last THEN CAST(NULL AS BIGINT) ELSE backlog_bytes END AS backlog_bytes,
   CASE WHEN failed_last THEN coalesce(reason, 'backlog measurement failed') END AS reason,
+  CASE WHEN NOT failed_last THEN backlog_files END
+    - lag(CASE WHEN NOT failed_last THEN backlog_files END)
+        OVER (PARTITION BY flow_name ORDER BY coalesce(figure_at, failed_at)) AS files_change,
   to_date(CASE WHEN failed_last THEN failed_at ELSE figure_at END) AS update_date
 FROM joined
 """,
@@ -1313,6 +1365,30 @@ _METRICS = [
           WHERE (latency_status = 'measured' AND first_commit_time >= current_timestamp() - INTERVAL 24 HOURS)
              OR (latency_status = 'no_commit_time' AND first_ingested_at >= current_timestamp() - INTERVAL 24 HOURS)
              OR (latency_status = 'recommitted_by_full_refresh' AND commit_time >= current_timestamp() - INTERVAL 24 HOURS)"""),
+    # The week-over-week duration trend: completed incremental updates of the last 7 days against the
+    # 7 days before (rolling, so a Monday morning is not a week of one update).
+    _m("duration_week_over_week_change",
+       "avg(duration_seconds) FILTER (WHERE start_time >= current_timestamp() - INTERVAL 7 DAYS) "
+       "/ nullif(avg(duration_seconds) FILTER (WHERE start_time < current_timestamp() - INTERVAL 7 DAYS), 0) - 1",
+       """CASE WHEN count_if(start_time >= current_timestamp() - INTERVAL 7 DAYS) = 0
+                 THEN 'no completed incremental update in the last 7 days'
+               WHEN count_if(start_time < current_timestamp() - INTERVAL 7 DAYS) = 0
+                 THEN 'no completed incremental update in the 7 days before the last 7: no trend yet' END""",
+       """update_status WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
+            AND start_time >= current_timestamp() - INTERVAL 14 DAYS"""),
+    # Consecutive updates, newest first, in which the files waiting grew: sustained growth, whatever the count.
+    _m("backlog_growth_streak",
+       "CASE WHEN max_by(files, start_time) IS NOT NULL THEN coalesce(min(back) FILTER (WHERE grew IS NOT TRUE), "
+       "count(*) + 1) - 1 END",
+       """CASE WHEN count(*) = 0 THEN 'no finished update reported a backlog'
+               WHEN max_by(files, start_time) IS NULL THEN 'the backlog of the last update that reported one was not measured' END""",
+       f"""(SELECT start_time, files, files > lag(files) OVER (ORDER BY start_time) AS grew,
+                   row_number() OVER (ORDER BY start_time DESC) AS back
+            FROM (SELECT u.update_id, u.start_time,
+                         CASE WHEN count_if(b.backlog_files IS NULL) = 0 THEN sum(b.backlog_files) END AS files
+                  FROM update_status u JOIN backlog b ON b.update_id = u.update_id
+                  WHERE u.final_state IN {TERMINAL_UPDATE}
+                  GROUP BY u.update_id, u.start_time))"""),
     # Values unusual for their own series, in the last incremental update (pipelines/anomalies.py).
     _m("anomalies_last_update",
        "CASE WHEN count(l.update_id) > 0 THEN count(a.metric) END",
@@ -1366,6 +1442,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     UPDATE_STATUS,
     FLOW_THROUGHPUT,
     UPDATE_STATUS_DAILY,
+    UPDATE_STATUS_WEEKLY,
     FLOW_THROUGHPUT_DAILY,
     FLOW_BOTTLENECKS,
     LANDING_FILES,
@@ -1396,7 +1473,7 @@ REPORTED: tuple[ObservabilityTable, ...] = tuple(t for t in PUBLISHED if not t.i
 HEALTH_METRIC_NAMES = (
     "errors_today", "failed_updates_today", "last_update_failed", "last_update_duration_seconds",
     "last_update_duration_vs_median", "rows_last_update", "lowest_pass_rate_today", "backlog_files",
-    "backlog_bytes", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
+    "backlog_bytes", "backlog_growth_streak", "duration_week_over_week_change", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
     "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "metrics_missing", "files_not_reconciled",
 )
 

@@ -121,6 +121,42 @@ def steady() -> Inputs:
     return usual(61)
 
 
+def huge_backlog() -> Inputs:
+    u = Update("last", ago(minutes=5)).state("RUNNING", 1)
+    u.ran("orders_bronze", 2, 30, 100, backlog_files=5, backlog_bytes=20 * 2**30, batch_id=0)
+    return history(u.state("COMPLETED", 40))
+
+
+def backlog_of(*files: int) -> Inputs:
+    """One completed update per figure, oldest first, each ending with that many files waiting."""
+    return Inputs([completed_update(f"b{i}", ago(minutes=60 - i * 10), backlog_files=n, clean_failed=0)
+                   for i, n in enumerate(files)])
+
+
+def growing_backlog() -> Inputs:
+    return backlog_of(50, 5, 10, 20, 40)  # three growths in a row, every count below max_backlog_files
+
+
+def up_and_down_backlog() -> Inputs:
+    return backlog_of(5, 10, 20, 15, 30)  # the last growth follows a fall: no sustained growth
+
+
+def weeks(last_week_seconds: float) -> Inputs:
+    """Two weeks of completed updates: 60 s each 8 to 13 days ago, `last_week_seconds` in the last 7 days."""
+    before = [completed_update(f"w{d}", ago(days=d), duration=60, clean_failed=0) for d in range(8, 14)]
+    recent = [completed_update(f"r{d}", ago(days=d, minutes=5), duration=last_week_seconds, clean_failed=0)
+              for d in range(0, 6)]
+    return Inputs(before + recent)
+
+
+def slower_each_week() -> Inputs:
+    return weeks(66)  # 10% slower
+
+
+def steady_weeks() -> Inputs:
+    return weeks(61)  # 1.7% slower: within the 5% the alert allows
+
+
 def no_rows() -> Inputs:
     return history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0))
 
@@ -155,6 +191,9 @@ SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     "lakewatch_metrics_missing": (degraded, healthy),
     "lakewatch_files_not_reconciled": (degraded, healthy),
     "lakewatch_anomalies": (anomalous, steady),
+    "lakewatch_backlog_bytes": (huge_backlog, healthy),
+    "lakewatch_backlog_growing": (growing_backlog, up_and_down_backlog),
+    "lakewatch_duration_trend": (slower_each_week, steady_weeks),
 }
 
 
@@ -216,6 +255,16 @@ def test_alert_triggers_on_its_scenario_and_not_on_a_healthy_one(spark, alerts, 
     assert state_of(spark, alerts[key], healthy_case) == "OK"
 
 
+def test_the_trend_and_the_streak_are_measured_from_the_updates(spark):
+    slower = dict((n, v) for n, v, _ in metrics_of(spark, slower_each_week))
+    assert slower["duration_week_over_week_change"] == pytest.approx(66 / 60 - 1)
+    assert dict((n, v) for n, v, _ in metrics_of(spark, growing_backlog))["backlog_growth_streak"] == 3
+    assert dict((n, v) for n, v, _ in metrics_of(spark, up_and_down_backlog))["backlog_growth_streak"] == 1
+    young = {n: (v, r) for n, v, r in metrics_of(spark, healthy)}
+    assert young["duration_week_over_week_change"][0] is None
+    assert "no trend yet" in young["duration_week_over_week_change"][1]
+
+
 def test_metrics_missing_counts_a_measurement_warning(spark):
     metrics = {name: value for name, value, _ in metrics_of(spark, degraded)}
     assert metrics["metrics_missing"] == 1  # the WARN event: everything else of the update was measured
@@ -247,7 +296,8 @@ def test_a_healthy_full_refresh_fires_no_alert(spark, alerts):
     """The full refresh re-reads every file, re-quarantines the corrupt line, rescues the old rows
     again and takes three times as long: every alert stays OK."""
     states = {key: state_of(spark, alert, after_full_refresh) for key, alert in alerts.items()}
-    assert states == {key: "OK" for key in alerts}
+    assert states.pop("lakewatch_duration_trend") == "UNKNOWN"  # two days of history: no trend yet
+    assert states == {key: "OK" for key in states}
 
 
 def test_a_healthy_full_refresh_on_databricks_fires_no_alert(spark, alerts):
@@ -255,6 +305,7 @@ def test_a_healthy_full_refresh_on_databricks_fires_no_alert(spark, alerts):
     alert cannot say OK (UNKNOWN, with the reason); nothing is TRIGGERED."""
     states = {key: state_of(spark, alert, after_full_refresh_on_databricks) for key, alert in alerts.items()}
     assert states.pop("lakewatch_latency_sla") == "UNKNOWN"
+    assert states.pop("lakewatch_duration_trend") == "UNKNOWN"
     assert states == {key: "OK" for key in states}
     reasons = {name: reason for name, _, reason in metrics_of(spark, after_full_refresh_on_databricks)}
     assert "committed again by a full refresh" in reasons["ingestion_latency_p95_seconds_24h"]

@@ -257,8 +257,13 @@ def test_health_metrics_after_the_scenario(scenario):
     assert metrics["ingestion_latency_p95_seconds_24h"] is None  # no file state: not measured
     reasons = dict(rows(scenario, "SELECT metric_name, reason FROM health_metrics"))
     assert reasons["ingestion_latency_p95_seconds_24h"] == "no file was first committed in the last 24 hours"
+    assert metrics["duration_week_over_week_change"] is None  # every update is from today: no earlier week
+    assert "no trend yet" in reasons["duration_week_over_week_change"]
+    assert metrics["backlog_growth_streak"] == 0 and metrics["anomalies_last_update"] == 0
     assert {name for name, reason in reasons.items() if reason is not None} == {
-        "ingestion_latency_p95_seconds_24h", "lowest_pass_rate_today"}  # every NULL says why, only NULLs do
+        "ingestion_latency_p95_seconds_24h", "lowest_pass_rate_today", "duration_week_over_week_change"}
+    assert {name for name, value in metrics.items() if value is None} == set(
+        n for n, r in reasons.items() if r is not None)  # every NULL says why, only NULLs do
 
 
 def test_health_metrics_with_an_empty_event_log(fresh):
