@@ -1,6 +1,9 @@
 """What the local engine checks before it starts, so bad input fails in a second with exit code 2
 (before any JVM) instead of as a failed update.
 
+For `lakewatch job`, each SQL file task: its parameters resolve, its file exists and sets no
+`{{name}}` the task does not give.
+
 For `lakewatch run` (one pipeline) and `lakewatch job` (each pipeline task of the job):
 - the pipeline resource resolves: every `${var.*}`, `${resources.*}` and `${workspace.*}` in it;
 - for a pipeline whose configuration names `lakewatch.tables_config`: the table configuration loads
@@ -70,7 +73,28 @@ def check_job(project: Any, job_key: str) -> None:
             "where": "resources.jobs", "reason": f"no job '{job_key}' (jobs: {', '.join(jobs) or 'none'})"})
     checked: set[str] = set()
     for task in jobs[job_key].get("tasks") or []:
+        if ((task.get("sql_task") or {}).get("file") or {}).get("path"):
+            check_sql_task(project, job_key, task)
+            continue
         match = PIPELINE_REFERENCE.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
         if match and match.group(1) not in checked:
             checked.add(match.group(1))
             check_update(project, match.group(1))
+
+
+def check_sql_task(project: Any, job_key: str, task: dict[str, Any]) -> None:
+    """A job's SQL file task: parameters resolve (BundleError), the file exists, every `{{name}}` in
+    its statements is a parameter of the task."""
+    from pipelines.local.job import sql_task_file
+    from pipelines.local.sql_task import SqlTaskError, render, split_statements
+
+    sql = task["sql_task"]
+    where = f"resources.jobs.{job_key}.tasks[{task['task_key']}].sql_task.parameters"
+    parameters = project.bundle.resolve(sql.get("parameters") or {}, where) or {}
+    path = sql_task_file(project.bundle, job_key, task)
+    try:
+        if not path.is_file():
+            raise SqlTaskError(f"its SQL file {path} does not exist (sql_task.file.path)")
+        render("\n".join(split_statements(path.read_text())), parameters, path.name)
+    except SqlTaskError as e:
+        raise LakewatchError("JOB_SQL_TASK_INVALID", {"task": task["task_key"], "job": job_key, "reason": str(e)}) from None

@@ -83,7 +83,7 @@ def test_dangling_resource_reference_is_reported_for_every_target(copy):
          "resources.pipelines.lakewatch_observabilty.id")
     found = messages(copy)
     assert len(found) == 2  # dev and prod
-    assert all("tasks[1].pipeline_task.pipeline_id" in m and "no pipelines resource 'lakewatch_observabilty'" in m
+    assert all("tasks[2].pipeline_task.pipeline_id" in m and "no pipelines resource 'lakewatch_observabilty'" in m
                for m in found)
 
 
@@ -98,6 +98,12 @@ def test_unknown_target_key_and_missing_library_path(copy):
     found = messages(copy)
     assert any("targets.dev: unknown key 'defualt'" in m for m in found)
     assert any("lakewatch_observability.libraries[0]" in m and "does not exist" in m for m in found)
+
+
+def test_missing_sql_file_of_a_job_task(copy):
+    (copy / "jobs" / "archive_event_log.sql").unlink()
+    assert ("resources/lakewatch.job.yml: resources.jobs.lakewatch_job.tasks[1].sql_task.file.path: "
+            "'../jobs/archive_event_log.sql' does not exist") in messages(copy)
 
 
 def test_production_rules(copy):

@@ -58,7 +58,7 @@ def bundle_copy(tmp_path, project_root, monkeypatch):
     root.mkdir()
     for name in ("databricks.yml", "lakewatch.local.yml"):
         shutil.copy(project_root / name, root / name)
-    for name in ("resources", "conf"):
+    for name in ("resources", "conf", "jobs"):
         shutil.copytree(project_root / name, root / name)
     created = []
 
@@ -173,6 +173,18 @@ def test_valid_input_passes_the_checks_without_an_engine(bundle_copy):
     with pytest.raises(LakewatchError) as info:
         check_job(project, "nightly")
     assert "no job 'nightly'" in str(info.value)
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    ("path: ../jobs/archive_event_log.sql", "path: ../jobs/archive.sql", "jobs/archive.sql does not exist"),
+    ("              slack_hours: \"24\"\n", "", "refers to parameter(s) slack_hours, which the task does not set"),
+])
+def test_a_sql_task_that_cannot_run_is_refused_before_the_engine(capsys, bundle_copy, old, new, reason):
+    bundle_copy.edit("resources/lakewatch.job.yml", old, new)
+    bundle_copy.landing("orders", "customers")
+    err = refused(capsys, bundle_copy, "job")
+    assert "[JOB_SQL_TASK_INVALID] Task 'archive_event_log' of job 'lakewatch_job' cannot run" in err
+    assert reason in err
 
 
 def test_only_local_landing_folders_are_checked():
