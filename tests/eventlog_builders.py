@@ -166,7 +166,7 @@ FILE_STATE_DDL = (
 )
 BRONZE_DDL = (
     "table_name STRING, bronze_table STRING, _rescued_data STRING, _is_corrupt BOOLEAN, _source_file STRING, "
-    "_source_file_modification_time TIMESTAMP, _ingested_at TIMESTAMP"
+    "_source_file_modification_time TIMESTAMP, _ingested_at TIMESTAMP, _content_hash STRING"
 )
 SINK_DDL = (
     "source_table STRING, _corrupt_record STRING, _record_hash STRING, _source_file STRING, "
@@ -188,13 +188,14 @@ def file_row(path: str, created: datetime, committed: datetime | None = None, *,
 
 
 def bronze_rows(path: str, n: int, arrived: datetime, ingested: datetime, *, table: str = "orders",
-                rescued: Sequence[str | None] = (), corrupt: int = 0) -> list[tuple]:
+                rescued: Sequence[str | None] = (), corrupt: int = 0, contents: Sequence[str] = ()) -> list[tuple]:
     """`n` bronze rows of one file: the first ones with the given `_rescued_data`, the last `corrupt`
-    ones corrupt."""
+    ones corrupt; each row's content (its hash) from `contents`, else one of its own."""
     rows = []
     for i in range(n):
         data = rescued[i] if i < len(rescued) else None
-        rows.append((table, f"{table}_bronze", data, i >= n - corrupt, f"file:{path}", arrived, ingested))
+        content = contents[i] if i < len(contents) else f"{path}#{i}"
+        rows.append((table, f"{table}_bronze", data, i >= n - corrupt, f"file:{path}", arrived, ingested, content))
     return rows
 
 

@@ -55,11 +55,11 @@ def sources(spark: Any) -> dict[str, str]:
     there is no history table)."""
     catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)
     tables = tables_config(spark).tables
-    bronze = [(t.name, f"{catalog}.{schema}.{t.bronze_name}") for t in tables]
+    bronze = [(t.name, f"{catalog}.{schema}.{t.bronze_name}", t.column_names) for t in tables]
     return {
         "event_log": spark.conf.get(EVENT_LOG_KEY),
         "event_log_history": history_source(spark) or "",
-        "file_state": engine_for(spark).file_state_sql(spark, [name for _, name in bronze]),
+        "file_state": engine_for(spark).file_state_sql(spark, [name for _, name, _ in bronze]),
         "sink": sink_source(spark, f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}"),
         "bronze_union": bronze_union_sql(bronze),
     }

@@ -1088,6 +1088,42 @@ GROUP BY table_name, to_date(_source_file_modification_time)
     partition_cols=("arrival_date",),
 )
 
+BRONZE_DUPLICATES = _table(
+    "bronze_duplicates",
+    "Per table and landing file: bronze rows whose content (data columns, rescued data, corrupt record) "
+    "had already landed, from another file (a producer re-delivering records under a new name) or earlier "
+    "in the same file. The first copy of a record (earliest ingestion) is not counted. A full refresh "
+    "re-reads files into an emptied bronze, so it adds none.",
+    [
+        ("table_name", "STRING", "Table (as configured)"),
+        ("path", "STRING", "The landing file holding the repeated rows"),
+        ("duplicate_rows", "BIGINT", "Rows of the file whose content landed before"),
+        ("from_other_files", "BIGINT", "Of those, rows first landed from another file"),
+        ("first_landed_in", "ARRAY<STRING>", "The other files those rows first landed from"),
+        ("ingested_at", "TIMESTAMP", "Latest ingestion of the repeated rows"),
+        ("ingested_date", "DATE", "Date (UTC) of ingested_at"),
+    ],
+    """
+WITH numbered AS (
+  SELECT table_name, _source_file, _ingested_at,
+         row_number() OVER (PARTITION BY table_name, _content_hash ORDER BY _ingested_at, _source_file) AS copy,
+         first_value(_source_file) OVER (PARTITION BY table_name, _content_hash
+                                         ORDER BY _ingested_at, _source_file) AS first_file
+  FROM {bronze_union}
+)
+SELECT table_name, _source_file AS path,
+       count(*) AS duplicate_rows,
+       count_if(first_file <> _source_file) AS from_other_files,
+       array_sort(collect_set(CASE WHEN first_file <> _source_file THEN first_file END)) AS first_landed_in,
+       max(_ingested_at) AS ingested_at,
+       to_date(max(_ingested_at)) AS ingested_date
+FROM numbered
+WHERE copy > 1
+GROUP BY table_name, _source_file
+""",
+    partition_cols=("ingested_date",),
+)
+
 QUARANTINE_DELIVERIES = _table(
     "quarantine_deliveries",
     "Sink rows numbered per (table, file, line hash) by ingestion: delivery 1 is the first time the line was "
@@ -1459,6 +1495,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     RUN_INSIGHTS,
     ANOMALIES,
     SCHEMA_DRIFT,
+    BRONZE_DUPLICATES,
     QUARANTINE_DELIVERIES,
     QUARANTINE_DAILY,
     RECONCILIATION,
@@ -1503,13 +1540,21 @@ def by_name(name: str) -> ObservabilityTable:
     raise KeyError(name)
 
 
-def bronze_union_sql(tables: Sequence[tuple[str, str]]) -> str:
-    """`(SELECT '<table>' AS table_name, ... FROM <bronze> UNION ALL ...)`: the bronze columns the drift
-    and reconciliation tables read, for (configured table name, qualified bronze table) pairs."""
+def content_hash_sql(columns: Sequence[str]) -> str:
+    """SHA-256 of a bronze row's content: its data columns, rescued data and corrupt record, without
+    the file, time and ingestion columns, so the same record landing from two files hashes alike."""
+    fields = [f"'{c}', `{c}`" for c in (*columns, "_rescued_data", "_corrupt_record")]
+    return f"sha2(to_json(named_struct({', '.join(fields)})), 256)"
+
+
+def bronze_union_sql(tables: Sequence[tuple[str, str, Sequence[str]]]) -> str:
+    """`(SELECT '<table>' AS table_name, ... FROM <bronze> UNION ALL ...)`: the bronze columns the drift,
+    reconciliation and duplicate tables read, for (configured table name, qualified bronze table, data
+    columns) triples."""
     parts = [
         f"SELECT '{name}' AS table_name, '{bronze.rsplit('.', 1)[-1].strip('`')}' AS bronze_table, "
         "_rescued_data, _corrupt_record IS NOT NULL AS _is_corrupt, _source_file, "
-        f"_source_file_modification_time, _ingested_at FROM {bronze}"
-        for name, bronze in tables
+        f"_source_file_modification_time, _ingested_at, {content_hash_sql(columns)} AS _content_hash FROM {bronze}"
+        for name, bronze, columns in tables
     ]
     return "(" + " UNION ALL ".join(parts) + ")"

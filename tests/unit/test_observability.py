@@ -239,6 +239,41 @@ def test_schema_drift_and_quarantine_count_on_the_day_the_data_arrived(fresh):
     ]
 
 
+def test_bronze_duplicates_count_records_that_landed_before(fresh):
+    t0 = utc(2026, 11, 2, 8)
+    later = t0 + dt.timedelta(hours=1)
+    bronze = (bronze_rows("/l/a", 3, t0, t0, contents=["r1", "r2", "r3"])
+              + bronze_rows("/l/b", 4, later, later, contents=["r2", "r3", "r4", "r4"])  # a re-delivers 2, 1 repeated
+              + bronze_rows("/l/c", 2, later, later, table="customers", contents=["r1", "r2"]))  # other table
+    observability_views(fresh, [completed_update("d1", t0)], bronze=bronze, only=["bronze_duplicates"])
+    assert rows(fresh, "SELECT table_name, path, duplicate_rows, from_other_files, first_landed_in "
+                       "FROM bronze_duplicates") == [("orders", "file:/l/b", 3, 2, ["file:/l/a"])]
+
+
+def test_the_content_hash_ignores_file_and_time_columns_only(spark, tmp_path):
+    """Real Delta tables with bronze's metadata columns: the same record from two files hashes alike,
+    a record differing in one data column, in rescued data or as a corrupt line does not."""
+    from pipelines.observability.tables import bronze_union_sql
+
+    rows_in = [
+        ("o1", 2.5, None, None, "file:/l/a.json", utc(2026, 11, 1), utc(2026, 11, 2)),
+        ("o1", 2.5, None, None, "file:/l/b.json", utc(2026, 11, 3), utc(2026, 11, 4)),  # same record, other file
+        ("o1", 2.6, None, None, "file:/l/b.json", utc(2026, 11, 3), utc(2026, 11, 4)),
+        ("o1", 2.5, '{"x":"1"}', None, "file:/l/b.json", utc(2026, 11, 3), utc(2026, 11, 4)),
+        (None, None, None, "{bad", "file:/l/b.json", utc(2026, 11, 3), utc(2026, 11, 4)),
+    ]
+    path = tmp_path / "bronze"
+    spark.createDataFrame(rows_in, "order_id STRING, amount DOUBLE, _rescued_data STRING, _corrupt_record STRING, "
+                                   "_source_file STRING, _source_file_modification_time TIMESTAMP, "
+                                   "_ingested_at TIMESTAMP").write.format("delta").save(str(path))
+    union = bronze_union_sql([("orders", f"delta.`{path}`", ("order_id", "amount"))])
+    out = spark.sql(f"SELECT _source_file, _content_hash FROM {union}").collect()
+    in_a = [r["_content_hash"] for r in out if r["_source_file"].endswith("a.json")]
+    in_b = [r["_content_hash"] for r in out if r["_source_file"].endswith("b.json")]
+    assert len(in_a) == 1 and in_a[0] in in_b  # the same record from another file
+    assert len(set(in_b)) == 4 and all(len(h) == 64 for h in in_a + in_b)  # every difference shows
+
+
 def test_health_metrics_after_the_scenario(scenario):
     metrics = dict(rows(scenario, "SELECT metric_name, metric_value FROM health_metrics"))
     assert set(metrics) == set(HEALTH_METRIC_NAMES)
