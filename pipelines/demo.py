@@ -103,7 +103,10 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
         say(f"UNEXPECTED: job task {task.task_key} FAILED: {task.error}")
         ok = False
     if not observability.ok:
+        from pipelines.cli import failure_paragraph
+
         say(f"UNEXPECTED: the observability update ended {observability.state}")
+        say(failure_paragraph(observability))
         ok = False
     else:
         print_health(project)

@@ -176,6 +176,32 @@ def test_reconciliation_accounts_for_every_line_of_every_file(tables):
     assert sum(r["lines"] for r in rows) == sum(tables.table(b).count() for b in BRONZE)
 
 
+def test_the_history_holds_each_event_of_the_live_log_once_by_utc_date(tables):
+    """The job archived the ingest event log (jobs/archive_event_log.sql): every event id once."""
+    # Oracle: the ids and UTC dates of the live event log, read by the test from the table itself.
+    live = {r["id"]: r["d"] for r in tables.sql(
+        "SELECT id, to_date(timestamp) AS d FROM {log}", log="lakewatch_ingest_event_log").collect()}
+    history = tables.table("lakewatch_ingest_event_log_history").select("id", "event_date").collect()
+    assert len(history) == len({r["id"] for r in history}) == len(live) > 0
+    assert {r["id"]: r["event_date"] for r in history} == live
+    [detail] = tables.sql("DESCRIBE DETAIL {h}", h="lakewatch_ingest_event_log_history").collect()
+    assert detail["partitionColumns"] == ["event_date"]
+    assert detail["properties"].get("delta.appendOnly") == "true"
+
+
+def test_events_reads_the_history_flow_and_holds_each_event_once(tables):
+    """`events` has its second flow (from the history) in the job's observability update, and no event
+    twice: every live event with an update id is in it once."""
+    flows = {(r["f"], r["s"]) for r in tables.sql(
+        "SELECT origin.flow_name AS f, get_json_object(details, '$.flow_progress.status') AS s FROM {log} "
+        "WHERE event_type = 'flow_progress'", log="lakewatch_observability_event_log").collect()}
+    assert ("events_from_history", "COMPLETED") in flows
+    events = [r["event_id"] for r in tables.table("events").select("event_id").collect()]
+    live = {r["id"] for r in tables.sql("SELECT id FROM {log} WHERE origin.update_id IS NOT NULL",
+                                        log="lakewatch_ingest_event_log").collect()}
+    assert len(events) == len(set(events)) and set(events) == live
+
+
 # -- the dashboard page ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def page_html(demo_home: Path) -> Path:
