@@ -641,6 +641,40 @@ FROM classified
     partition_cols=("create_date",),
 )
 
+FILE_BATCHES = _table(
+    "file_batches",
+    "One row per micro-batch of a bronze flow, as the file state shows it (the files committed together, at "
+    "one commit time): files and bytes, from the first file's discovery to the commit, files and bytes per "
+    "second. Only files with both times (cloud_files_state fills commit_time on DBR 18.2+ or with "
+    "cloudFiles.cleanSource); a full refresh's re-commit counts as the batch it is.",
+    [
+        ("table_name", "STRING", "Bronze table"),
+        ("commit_time", "TIMESTAMP", "When the batch was committed"),
+        ("files", "BIGINT", "Files in the batch"),
+        ("bytes", "BIGINT", "Their size"),
+        ("first_discovery_time", "TIMESTAMP", "When the stream planned the batch's first file"),
+        ("seconds", "DOUBLE", "commit_time - first_discovery_time"),
+        ("files_per_second", "DOUBLE", "files / seconds (NULL when seconds is 0)"),
+        ("bytes_per_second", "DOUBLE", "bytes / seconds (NULL when seconds is 0)"),
+        ("commit_date", "DATE", "Date (UTC) of the commit"),
+    ],
+    f"""
+SELECT
+  table_name, commit_time,
+  count(*) AS files,
+  sum(size_bytes) AS bytes,
+  min(discovery_time) AS first_discovery_time,
+  {seconds_between('min(discovery_time)', 'commit_time')} AS seconds,
+  count(*) / nullif({seconds_between('min(discovery_time)', 'commit_time')}, 0) AS files_per_second,
+  sum(size_bytes) / nullif({seconds_between('min(discovery_time)', 'commit_time')}, 0) AS bytes_per_second,
+  to_date(commit_time) AS commit_date
+FROM landing_files
+WHERE commit_time IS NOT NULL AND discovery_time IS NOT NULL
+GROUP BY table_name, commit_time
+""",
+    partition_cols=("commit_date",),
+)
+
 INGESTION_LATENCY_HOURLY = _table(
     "ingestion_latency_hourly",
     "Per table and hour of first commit: files first committed and their create-to-commit latency (p50, p95, max). "
@@ -1483,6 +1517,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     FLOW_BOTTLENECKS,
     LANDING_FILES,
     FILE_LATENCY,
+    FILE_BATCHES,
     INGESTION_LATENCY_HOURLY,
     INGESTION_LATENCY_BY_UPDATE,
     BACKLOG,

@@ -216,6 +216,27 @@ def test_file_latency_hourly_and_per_update(fresh):
     assert rows(fresh, "SELECT update_id, files FROM ingestion_latency_by_update") == [("L1", 4)]
 
 
+def discovered(row: tuple, at: dt.datetime) -> tuple:
+    """A file-state row (file_row) with its own discovery time."""
+    return row[:5] + (at,) + row[6:]
+
+
+def test_file_batches_files_and_bytes_per_second_per_commit(fresh):
+    start = utc(2026, 11, 2, 8)
+    first, second = start + dt.timedelta(seconds=10), start + dt.timedelta(seconds=30)
+    files = [discovered(file_row(f"/l/a{i}.json", start, first, size=100), start + dt.timedelta(seconds=2))
+             for i in range(4)]  # 4 files, 400 bytes, discovered 8 s before their commit
+    files += [discovered(file_row("/l/b.json", start, second, size=50), start + dt.timedelta(seconds=25)),
+              discovered(file_row("/l/c.json", start, second, size=50), start + dt.timedelta(seconds=20))]
+    files += [file_row("/l/pending.json", start, None)]
+    observability_views(fresh, [completed_update("B1", start)], file_state=files, only=["file_batches"])
+    assert rows(fresh, "SELECT commit_time, files, bytes, seconds, files_per_second, bytes_per_second "
+                       "FROM file_batches ORDER BY commit_time") == [
+        (first.replace(tzinfo=None), 4, 400, 8.0, 0.5, 50.0),
+        (second.replace(tzinfo=None), 2, 100, 10.0, 0.2, 10.0),
+    ]
+
+
 def test_schema_drift_and_quarantine_count_on_the_day_the_data_arrived(fresh):
     arrived, when = utc(2026, 11, 1, 23), utc(2026, 11, 2, 8)  # files of the 1st, ingested on the 2nd
     bronze = (bronze_rows("/l/f1", 1, arrived, when, rescued=['{"coupon":"A","_file_path":"f1"}'])
