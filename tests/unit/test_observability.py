@@ -216,6 +216,21 @@ def test_file_latency_hourly_and_per_update(fresh):
     assert rows(fresh, "SELECT update_id, files FROM ingestion_latency_by_update") == [("L1", 4)]
 
 
+def test_weekly_duration_trend_of_completed_incremental_updates(fresh):
+    monday = utc(2026, 11, 2, 6)  # a Monday
+    updates = [completed_update(f"a{i}", monday + dt.timedelta(days=i), duration=60, clean_failed=0) for i in range(3)]
+    updates += [completed_update(f"b{i}", monday + dt.timedelta(days=7 + i), duration=66, clean_failed=0) for i in range(2)]
+    updates += [completed_update("fr", monday + dt.timedelta(days=9), duration=600, full_refresh=True),
+                completed_update("failed", monday + dt.timedelta(days=10), duration=900, final_state="FAILED")]
+    observability_views(fresh, updates, only=["update_status_weekly"])
+    assert rows(fresh, "SELECT week_start, updates, avg_duration_seconds, max_duration_seconds, "
+                       "previous_week_avg_duration_seconds, avg_duration_change FROM update_status_weekly "
+                       "ORDER BY week_start") == [
+        (dt.date(2026, 11, 2), 3, 60.0, 60.0, None, None),
+        (dt.date(2026, 11, 9), 2, 66.0, 66.0, 60.0, pytest.approx(0.1)),
+    ]
+
+
 def discovered(row: tuple, at: dt.datetime) -> tuple:
     """A file-state row (file_row) with its own discovery time."""
     return row[:5] + (at,) + row[6:]
