@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import expectations as X
-from pipelines.config import SOURCE_FILE, SOURCE_FILE_MTIME, TableSpec
+from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, SOURCE_FILE, SOURCE_FILE_MTIME, TableSpec
 from pipelines.rescue import rescue_json_lines
 
 ENGINE_KEY = "lakewatch.engine"
@@ -77,7 +77,8 @@ class Engine(Protocol):
 
     def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
         """A subquery with one row per landing file: table_name, path, size, create_time,
-        discovery_time, commit_time, state (committed, discovered or pending)."""
+        discovery_time, commit_time, state (committed, discovered or pending), ..., archive_time,
+        archive_mode and move_location (README "What the tables rely on from the file state")."""
         ...
 
     def query(
@@ -111,13 +112,92 @@ LINE_RECORDS_SQL = (
 )
 
 
+def landing_root_of(table: TableSpec, path: str) -> str:
+    """The landing root a table's landing folder `path` (from `TableSpec.landing_path`) lies under."""
+    suffix = "/" + table.landing
+    assert path.endswith(suffix), (path, table.landing)
+    return path[: -len(suffix)] or "/"
+
+
+def cloud_files_options(table: TableSpec, landing_root: str) -> dict[str, str]:
+    """The table's Auto Loader options as `cloudFiles.*` reader options (README "Auto Loader options
+    per table"). The byte limit is passed as a byte string in bytes (`<n>b`)."""
+    options: dict[str, str] = {}
+    if table.max_files_per_trigger is not None:
+        options["cloudFiles.maxFilesPerTrigger"] = str(table.max_files_per_trigger)
+    if table.max_bytes_per_trigger is not None:
+        options["cloudFiles.maxBytesPerTrigger"] = f"{table.max_bytes_per_trigger}b"
+    if table.use_notifications:
+        options["cloudFiles.useNotifications"] = "true"
+    if table.use_managed_file_events:
+        options["cloudFiles.useManagedFileEvents"] = "true"
+    if table.clean_source != CLEAN_OFF:
+        options["cloudFiles.cleanSource"] = table.clean_source
+        destination = table.move_destination_path(landing_root)
+        if destination is not None:
+            options["cloudFiles.cleanSource.moveDestination"] = destination
+        if table.clean_source_retention is not None:
+            options["cloudFiles.cleanSource.retentionDuration"] = table.clean_source_retention
+    return options
+
+
+def local_file_options(table: TableSpec, landing_root: str) -> tuple[dict[str, str], list[str]]:
+    """The table's Auto Loader options as options of Spark's file source, and a note for each one that
+    has no local equivalent or behaves otherwise (the runner prints them once per table).
+
+    Spark 4.2's FileStreamOptions: `maxFilesPerTrigger` and `maxBytesPerTrigger` (a positive whole
+    number of bytes; the two cannot both be set), `cleanSource` archive|delete|off with
+    `sourceArchiveDir` for archive. The source cleans the files of batch N when batch N+1 starts (its
+    `commit`), on a cleaner thread, so the files of an update's last batch stay until a later update
+    runs a batch; an archived file lands under the archive folder with its full path."""
+    options: dict[str, str] = {}
+    notes: list[str] = []
+    if table.max_files_per_trigger is not None:
+        options["maxFilesPerTrigger"] = str(table.max_files_per_trigger)
+    if table.max_bytes_per_trigger is not None:
+        if table.max_files_per_trigger is None:
+            options["maxBytesPerTrigger"] = str(table.max_bytes_per_trigger)
+        else:
+            notes.append("max_bytes_per_trigger is not applied locally: Spark's file source refuses it together "
+                         "with maxFilesPerTrigger (Auto Loader stops at whichever limit comes first); "
+                         "max_files_per_trigger applies")
+    for key, on in (("use_notifications", table.use_notifications),
+                    ("use_managed_file_events", table.use_managed_file_events)):
+        if on:
+            notes.append(f"{key} has no local equivalent: the local file source lists the landing folder "
+                         "for every micro-batch")
+    if table.clean_source != CLEAN_OFF:
+        if table.clean_source == CLEAN_MOVE:
+            options["cleanSource"] = "archive"
+            options["sourceArchiveDir"] = table.move_destination_path(landing_root) or ""
+            done = "moves a committed file under clean_source_move_destination, with its full path,"
+        else:
+            options["cleanSource"] = "delete"
+            done = "deletes a committed file"
+        retention = (f"clean_source_retention '{table.clean_source_retention}'" if table.clean_source_retention
+                     else "Auto Loader's default retention of 30 days")
+        notes.append(f"clean_source {table.clean_source.lower()}: locally Spark's file source {done} when the "
+                     f"micro-batch after the one that read it starts, without a retention period "
+                     f"({retention} has no local equivalent)")
+    return options, notes
+
+
+def _folder_exists(spark: SparkSession, folder: str) -> bool:
+    """Whether Spark can list `folder` (analysing a batch read checks the path)."""
+    try:
+        spark.read.format("binaryFile").load(folder).schema  # noqa: B018 (the analysis is the check)
+        return True
+    except Exception:  # noqa: BLE001 (not there, or not readable: not counted there)
+        return False
+
+
 class DatabricksEngine:
     name = "databricks"
 
     def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
         reader = spark.readStream.format("cloudFiles")
-        if table.max_files_per_trigger is not None:
-            reader = reader.option("cloudFiles.maxFilesPerTrigger", str(table.max_files_per_trigger))
+        for key, value in cloud_files_options(table, landing_root_of(table, path)).items():
+            reader = reader.option(key, value)
         return (
             reader
             .option("cloudFiles.format", table.format)
@@ -167,6 +247,9 @@ class DatabricksEngine:
           Auto Loader recorded when it took the file); `modified_after_ingest` is NULL: the state does not
           say whether the file changed since (Auto Loader with `cloudFiles.allowOverwrites=false`, the
           default, does not read a changed file again).
+        - `archive_time`, `archive_mode` (MOVE or DELETE) and `move_location` are the state's own (filled
+          with `cloudFiles.cleanSource`). A moved file's lines are counted at its `move_location` (the
+          move destination is read too, once it exists); a deleted file's are not (NULL: `not_counted`).
         """
         from pipelines.observability.tables import path_key
 
@@ -174,15 +257,19 @@ class DatabricksEngine:
         parts = []
         for table in bronze_tables:
             flow = table.rsplit(".", 1)[-1].strip("`")
-            landing = landings.get(flow)
-            if landing is not None:
-                folder = landing.replace("'", "''")
+            folders = landings.get(flow)
+            if folders:
+                # rows the lines make, as the local count (CR, LF and CRLF end a line)
+                counted = " UNION ALL ".join(
+                    f"SELECT {path_key('_metadata.file_path')} AS path_key, {LINE_RECORDS_SQL} AS n "
+                    f"FROM read_files('{folder.replace(chr(39), chr(39) * 2)}', format => 'text', "
+                    "ignoreCorruptFiles => 'true')"
+                    for folder in folders
+                )
+                # a file cleanSource moved is counted where it is now (move_location)
                 lines = (
-                    f"LEFT JOIN (SELECT {path_key('_metadata.file_path')} AS path_key, "
-                    # rows the lines make, as the local count (CR, LF and CRLF end a line)
-                    f"sum({LINE_RECORDS_SQL}) AS lines "
-                    f"FROM read_files('{folder}', format => 'text', ignoreCorruptFiles => 'true') "
-                    f"GROUP BY {path_key('_metadata.file_path')}) l ON l.path_key = {path_key('s.path')}"
+                    f"LEFT JOIN (SELECT path_key, sum(n) AS lines FROM ({counted}) GROUP BY path_key) l "
+                    f"ON l.path_key = {path_key('coalesce(s.move_location, s.path)')}"
                 )
                 lines_column = "l.lines"
             else:
@@ -194,20 +281,29 @@ class DatabricksEngine:
                 f"s.commit_time AS first_commit_time, {lines_column} AS lines, "
                 f"CASE WHEN s.commit_time IS NOT NULL THEN s.size END AS committed_size, "
                 f"CASE WHEN s.commit_time IS NOT NULL THEN s.create_time END AS committed_modification_time, "
-                f"CAST(NULL AS BOOLEAN) AS modified_after_ingest "
+                f"CAST(NULL AS BOOLEAN) AS modified_after_ingest, "
+                f"s.archive_time, s.archive_mode, s.move_location "
                 f"FROM cloud_files_state(TABLE({table})) s {lines}".rstrip()
             )
         return "(" + " UNION ALL ".join(parts) + ")"
 
     @staticmethod
-    def _landing_folders(spark: SparkSession) -> dict[str, str]:
-        """Bronze table name -> its landing folder, when the landing root is configured."""
+    def _landing_folders(spark: SparkSession) -> dict[str, list[str]]:
+        """Bronze table name -> the folders its files are in: the landing folder and, with clean_source
+        MOVE, the move destination once it exists (Auto Loader creates it with its first move; reading
+        a folder that is not there would fail the refresh). Empty without the landing root."""
         root = spark.conf.get(LANDING_ROOT_KEY, None)
         if not root:
             return {}
         from pipelines.ingestion import tables_config
 
-        return {t.bronze_name: t.landing_path(root) for t in tables_config(spark).tables}
+        folders = {}
+        for t in tables_config(spark).tables:
+            folders[t.bronze_name] = [t.landing_path(root)]
+            destination = t.move_destination_path(root)
+            if destination is not None and _folder_exists(spark, destination):
+                folders[t.bronze_name].append(destination)
+        return folders
 
     def query(
         self,
@@ -261,10 +357,15 @@ class LocalGraph:
     expectations: dict[str, DatasetExpectations] = field(default_factory=dict)
     measured_flows: set[str] = field(default_factory=set)
     sinks: dict[str, LocalSink] = field(default_factory=dict)
+    # flow name -> (clean_source mode DELETE or MOVE, the archive folder for MOVE)
+    clean_sources: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    source_notes: dict[str, list[str]] = field(default_factory=dict)  # table -> options without local equivalent
 
     def clear(self) -> None:
         self.sinks.clear()
         self.file_sources.clear()
+        self.clean_sources.clear()
+        self.source_notes.clear()
         self.expectations.clear()
         self.measured_flows.clear()
 
@@ -295,9 +396,15 @@ class LocalEngine:
     name = "local"
 
     def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
+        root = landing_root_of(table, path)
+        options, notes = local_file_options(table, root)
+        if notes:
+            LOCAL_GRAPH.source_notes[table.name] = notes
+        if table.clean_source in (CLEAN_DELETE, CLEAN_MOVE):
+            LOCAL_GRAPH.clean_sources[table.bronze_name] = (table.clean_source, table.move_destination_path(root))
         reader = spark.readStream.format("text")
-        if table.max_files_per_trigger is not None:
-            reader = reader.option("maxFilesPerTrigger", str(table.max_files_per_trigger))
+        for key, value in options.items():
+            reader = reader.option(key, value)
         lines = reader.load(path).select(F.col("value"), *_metadata_columns())
         return rescue_json_lines(
             lines, table.columns, line="value", file_path=SOURCE_FILE,

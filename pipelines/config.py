@@ -47,10 +47,17 @@ RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME
 
 CORRUPT_RECORDS_SINK = "corrupt_records_sink"
 
+# Auto Loader's cloudFiles.cleanSource modes (README "Auto Loader options per table").
+CLEAN_OFF, CLEAN_DELETE, CLEAN_MOVE = "OFF", "DELETE", "MOVE"
+
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 _TOP_KEYS = ("tables",)
-_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", "max_files_per_trigger")
+# Auto Loader options a table may set (README "Auto Loader options per table"; adapter.cloud_files_options
+# and adapter.local_file_options map them to each engine).
+_SOURCE_KEYS = ("max_files_per_trigger", "max_bytes_per_trigger", "use_notifications", "use_managed_file_events",
+                "clean_source", "clean_source_move_destination", "clean_source_retention", "schema_hints")
+_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", *_SOURCE_KEYS)
 _TABLE_REQUIRED = ("name", "format", "schema", "landing")
 _EXPECTATION_KEYS = ("name", "condition", "action")
 
@@ -72,6 +79,12 @@ class TableSpec:
     expectations: tuple[Expectation, ...] = ()
     comment: str | None = None
     max_files_per_trigger: int | None = None  # files per micro-batch (Auto Loader's cloudFiles.maxFilesPerTrigger)
+    max_bytes_per_trigger: int | None = None  # bytes per micro-batch, a soft limit (cloudFiles.maxBytesPerTrigger)
+    use_notifications: bool = False  # cloudFiles.useNotifications (Databricks only)
+    use_managed_file_events: bool = False  # cloudFiles.useManagedFileEvents (Databricks only)
+    clean_source: str = CLEAN_OFF  # OFF | DELETE | MOVE (cloudFiles.cleanSource)
+    clean_source_move_destination: str | None = None  # relative to the landing root, like `landing`
+    clean_source_retention: str | None = None  # cloudFiles.cleanSource.retentionDuration (Databricks only)
 
     @property
     def source_name(self) -> str:
@@ -112,6 +125,13 @@ class TableSpec:
 
     def dataset_names(self) -> tuple[str, ...]:
         return (self.source_name, self.bronze_name, self.clean_name)
+
+    def move_destination_path(self, landing_root: str) -> str | None:
+        """Where clean_source MOVE puts committed files (a folder under the landing root), else None."""
+        if self.clean_source_move_destination is None:
+            return None
+        root = str(landing_root).rstrip("/") or str(landing_root)
+        return f"{root.rstrip('/')}/{self.clean_source_move_destination}"
 
 
 @dataclass(frozen=True)
@@ -302,7 +322,7 @@ def parse_table(path: str, index: int, data: Any) -> TableSpec:
         landing=str(data["landing"]),
         expectations=parse_expectations(name, data.get("expectations")),
         comment=data.get("comment"),
-        max_files_per_trigger=_positive_int(name, "max_files_per_trigger", data.get("max_files_per_trigger")),
+        **parse_source_options(name, data),
     )
 
 
@@ -313,6 +333,146 @@ def _positive_int(table: str, key: str, value: Any) -> int | None:
         raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value,
                                                     "reason": "a whole number of at least 1"})
     return value
+
+
+# Byte sizes as Spark's JavaUtils.byteStringAs reads them (Auto Loader's "byte string", e.g. 10g): a whole
+# number and an optional binary unit, no space, no fraction.
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30,
+               "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+_BYTE_SIZE = re.compile(r"^([0-9]+)([a-z]*)$")
+# A CalendarInterval string as cloudFiles.cleanSource.retentionDuration takes it ("14 days", "2 weeks",
+# "1 month", "1 day 12 hours"); the seconds are a lower bound (a month counts 28 days).
+_INTERVAL_UNITS = {"year": 365 * 86400, "month": 28 * 86400, "week": 7 * 86400, "day": 86400, "hour": 3600,
+                   "minute": 60, "second": 1}
+_INTERVAL_PART = re.compile(r"([0-9]+)\s+(year|month|week|day|hour|minute|second)s?", re.I)
+_INTERVAL = re.compile(rf"^(interval\s+)?{_INTERVAL_PART.pattern}(\s+{_INTERVAL_PART.pattern})*$", re.I)
+# Auto Loader refuses a DELETE retention of 7 days or less (docs: "must be greater than 7 days for DELETE").
+DELETE_MIN_RETENTION_SECONDS = 7 * 86400
+
+
+def parse_byte_size(table: str, key: str, value: Any) -> int | None:
+    """Bytes of a size written as a whole number of bytes or a byte string ('512m', '10g')."""
+    if value is None:
+        return None
+    reason = "a positive number of bytes, or a size such as '512m' or '10g' (units b, k, m, g, t, p; 1k = 1024)"
+    if isinstance(value, bool):
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value, "reason": reason})
+    if isinstance(value, int):
+        size = value
+    else:
+        match = _BYTE_SIZE.match(str(value).strip().lower()) if isinstance(value, str) else None
+        if not match or match.group(2) not in _BYTE_UNITS:
+            raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value, "reason": reason})
+        size = int(match.group(1)) * _BYTE_UNITS[match.group(2)]
+    if size < 1:
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value, "reason": reason})
+    return size
+
+
+def interval_seconds(text: str) -> int | None:
+    """The lower bound in seconds of an interval string ('14 days', '1 week 2 days'), None if it is not one."""
+    if not _INTERVAL.match(text.strip()):
+        return None
+    return sum(int(n) * _INTERVAL_UNITS[unit.lower()] for n, unit in _INTERVAL_PART.findall(text))
+
+
+def _flag(table: str, key: str, value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value,
+                                                    "reason": "true or false"})
+    return value
+
+
+def _clean_source_mode(table: str, value: Any) -> str:
+    if value is None or value is False:  # YAML 1.1 reads a bare `off` as false
+        return CLEAN_OFF
+    mode = value.strip().upper() if isinstance(value, str) else None
+    if mode not in (CLEAN_OFF, CLEAN_DELETE, CLEAN_MOVE):
+        raise ConfigError("CONFIG_INVALID_OPTION", {
+            "table": table, "key": "clean_source", "value": value,
+            "reason": "one of off, delete or move (Auto Loader's cloudFiles.cleanSource modes; "
+                      "Spark's own name for move is 'archive')"})
+    return mode
+
+
+def _move_destination(table: str, value: Any) -> str:
+    key = "clean_source_move_destination"
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value,
+                                                    "reason": "a folder relative to the landing root, e.g. '_archive/orders'"})
+    if _URI.match(value) or value.startswith("/"):
+        raise ConfigError("CONFIG_INVALID_OPTION", {
+            "table": table, "key": key, "value": value,
+            "reason": "a folder relative to the landing root, as `landing` is (one tables.yml serves every "
+                      "target, and Auto Loader moves files only within the source's storage), e.g. '_archive/orders'"})
+    problem = landing_problem(value, "")
+    if problem:
+        what, fix = problem
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value,
+                                                    "reason": f"a plain relative folder; it {what}: {fix}"})
+    return value
+
+
+def parse_source_options(table: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's Auto Loader options, validated (README "Auto Loader options per table")."""
+    if data.get("schema_hints") is not None:
+        raise ConfigError("CONFIG_UNSUPPORTED_OPTION", {
+            "table": table, "key": "schema_hints",
+            "reason": "lakewatch passes the table's whole schema to Auto Loader, which then infers nothing, and "
+                      "schema hints only steer inference. Declare each column's type under `schema:` instead "
+                      "(e.g. `amount: DECIMAL(10,2)`)"})
+    notifications = _flag(table, "use_notifications", data.get("use_notifications"))
+    file_events = _flag(table, "use_managed_file_events", data.get("use_managed_file_events"))
+    if notifications and file_events:
+        raise ConfigError("CONFIG_CONFLICTING_OPTIONS", {
+            "table": table, "first": "use_notifications", "second": "use_managed_file_events",
+            "reason": "Auto Loader discovers files either through its own notification resources or through "
+                      "Unity Catalog's managed file events; set one of them"})
+    mode = _clean_source_mode(table, data.get("clean_source"))
+    destination = data.get("clean_source_move_destination")
+    if mode == CLEAN_MOVE:
+        if destination is None:
+            raise ConfigError("CONFIG_MISSING_KEY", {"where": f"Table '{table}' (clean_source: move)",
+                                                     "key": "clean_source_move_destination"})
+        destination = _move_destination(table, destination)
+    elif destination is not None:
+        raise ConfigError("CONFIG_INVALID_OPTION", {
+            "table": table, "key": "clean_source_move_destination", "value": destination,
+            "reason": "set only with clean_source: move"})
+    retention = data.get("clean_source_retention")
+    if retention is not None:
+        if mode == CLEAN_OFF:
+            raise ConfigError("CONFIG_INVALID_OPTION", {
+                "table": table, "key": "clean_source_retention", "value": retention,
+                "reason": "set only with clean_source: delete or move"})
+        seconds = interval_seconds(retention) if isinstance(retention, str) else None
+        if seconds is None or seconds < 1:
+            raise ConfigError("CONFIG_INVALID_OPTION", {
+                "table": table, "key": "clean_source_retention", "value": retention,
+                "reason": "an interval such as '14 days', '2 weeks' or '1 month' "
+                          "(Auto Loader's cloudFiles.cleanSource.retentionDuration)"})
+        if mode == CLEAN_DELETE and seconds <= DELETE_MIN_RETENTION_SECONDS:
+            raise ConfigError("CONFIG_INVALID_OPTION", {
+                "table": table, "key": "clean_source_retention", "value": retention,
+                "reason": "longer than 7 days with clean_source: delete (Auto Loader refuses less; "
+                          "move has no minimum)"})
+        retention = retention.strip()
+    return {
+        "max_files_per_trigger": _positive_int(table, "max_files_per_trigger", data.get("max_files_per_trigger")),
+        "max_bytes_per_trigger": parse_byte_size(table, "max_bytes_per_trigger", data.get("max_bytes_per_trigger")),
+        "use_notifications": notifications,
+        "use_managed_file_events": file_events,
+        "clean_source": mode,
+        "clean_source_move_destination": destination,
+        "clean_source_retention": retention,
+    }
+
+
+def _inside(folder: str, other: str) -> bool:
+    """Whether relative folder `folder` is `other` or lies under it."""
+    return folder == other or folder.startswith(other.rstrip("/") + "/")
 
 
 def parse_tables(path: str, data: Any) -> TablesConfig:
@@ -345,6 +505,16 @@ def parse_tables(path: str, data: Any) -> TablesConfig:
                     {"name": t.name, "reason": f"its dataset '{d}' collides with one of table '{datasets[d]}'"},
                 )
             datasets[d] = t.name
+    for t in tables:
+        destination = t.clean_source_move_destination
+        for u in tables if destination else ():
+            if _inside(destination, u.landing) or _inside(u.landing, destination):
+                where = "lies in" if _inside(destination, u.landing) else "holds"
+                raise ConfigError("CONFIG_INVALID_OPTION", {
+                    "table": t.name, "key": "clean_source_move_destination", "value": destination,
+                    "reason": f"a folder apart from every landing folder (it {where} the landing folder "
+                              f"'{u.landing}' of table '{u.name}', whose stream would read the moved files "
+                              "again), e.g. '_archive/" + t.landing + "'"})
     return TablesConfig(path=path, tables=tuple(tables))
 
 

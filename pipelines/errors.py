@@ -45,6 +45,8 @@ ERROR_CLASSES: dict[str, str] = {
         "Table '{table}' uses format '{format}'. Supported formats: {supported}."
     ),
     "CONFIG_INVALID_OPTION": "Table '{table}': {key} is {value!r}; it must be {reason}.",
+    "CONFIG_UNSUPPORTED_OPTION": "Table '{table}': {key} is not supported: {reason}.",
+    "CONFIG_CONFLICTING_OPTIONS": "Table '{table}': {first} and {second} cannot both be set: {reason}.",
     "CONFIG_INVALID_EXPECTATION": "Expectation {where} is not valid: {reason}",
     "CONFIG_NO_TABLES": "The table configuration file {path} declares no tables.",
     # bundle

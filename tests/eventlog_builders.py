@@ -162,7 +162,7 @@ FILE_STATE_DDL = (
     "table_name STRING, flow_name STRING, path STRING, size BIGINT, create_time TIMESTAMP, "
     "discovery_time TIMESTAMP, commit_time TIMESTAMP, batch_id BIGINT, state STRING, "
     "first_commit_time TIMESTAMP, lines BIGINT, committed_size BIGINT, committed_modification_time TIMESTAMP, "
-    "modified_after_ingest BOOLEAN"
+    "modified_after_ingest BOOLEAN, archive_time TIMESTAMP, archive_mode STRING, move_location STRING"
 )
 BRONZE_DDL = (
     "table_name STRING, bronze_table STRING, _rescued_data STRING, _is_corrupt BOOLEAN, _source_file STRING, "
@@ -176,15 +176,18 @@ SINK_DDL = (
 
 def file_row(path: str, created: datetime, committed: datetime | None = None, *, table: str = "orders_bronze",
              first_commit: datetime | None | str = "same", lines: int | None = None, size: int = 10,
-             modified: bool | None = False, batch_id: int | None = 0, state: str | None = None) -> tuple:
+             modified: bool | None = False, batch_id: int | None = 0, state: str | None = None,
+             archive_mode: str | None = None, archived: datetime | None = None,
+             move_location: str | None = None) -> tuple:
     """One file-state row (the local `lakewatch_file_state` columns). `first_commit` defaults to the
-    commit (as on Databricks, or a file committed once); `state` to committed/pending."""
+    commit (as on Databricks, or a file committed once); `state` to committed/pending; `archive_mode`
+    (MOVE, DELETE), `archived` and `move_location` describe a file cleanSource took away."""
     first = committed if first_commit == "same" else first_commit
     state = state or ("committed" if committed is not None else "pending")
     done = state == "committed"
     return (f"main.lakewatch.{table}", table, path, size, created, committed, committed,
             batch_id if done else None, state, first, lines, size if done else None,
-            created if done else None, modified if done else None)
+            created if done else None, modified if done else None, archived, archive_mode, move_location)
 
 
 def bronze_rows(path: str, n: int, arrived: datetime, ingested: datetime, *, table: str = "orders",

@@ -163,10 +163,45 @@ class FileState:
     batch_id: int | None
     state: str  # committed | discovered | pending
     disk_modification_time: datetime | None = None  # the file's mtime now (None when it is gone)
+    archive_time: datetime | None = None  # when cleanSource moved it (None: not archived, or not known)
+    archive_mode: str | None = None  # MOVE or DELETE: cleanSource took it out of the landing folder
+    move_location: str | None = None  # where MOVE put it
 
 
-def file_states(landing: str | Path, checkpoint: Path | None) -> list[FileState]:
-    """Every landing file and every file the checkpoint recorded, with its ingestion state."""
+def archived_path(archive_dir: str | Path, path: str) -> Path:
+    """Where Spark's file source archives `path` (cleanSource=archive): under the archive folder with
+    the file's full path (FileStreamSource.SourceFileArchiver: archive dir + the path's URI path)."""
+    return Path(to_local_path(str(archive_dir)) + "/" + path.lstrip("/"))
+
+
+def _archived(path: str, clean_source: str | None, archive_dir: str | None) -> FileState | None:
+    """How cleanSource took a committed file that is no longer in the landing folder, or None.
+
+    MOVE: the file is at its archive path; its size and modification time are the file's (a rename keeps
+    them), the archive time is the moved file's status change time (the rename sets it). DELETE: the file
+    is gone; cleanSource deletes only files of committed batches, so a committed file gone from the landing
+    folder is taken as deleted by it (its time is not known)."""
+    if clean_source == "MOVE" and archive_dir:
+        moved = archived_path(archive_dir, path)
+        try:
+            st = moved.stat()
+        except OSError:
+            return None
+        millis = st.st_mtime_ns // 1_000_000
+        return FileState(path, st.st_size, None, None, None, None, "committed",
+                         disk_modification_time=datetime.fromtimestamp(millis / 1000, timezone.utc),
+                         archive_time=datetime.fromtimestamp(st.st_ctime, timezone.utc),
+                         archive_mode="MOVE", move_location=os.path.normpath(str(moved)))
+    if clean_source == "DELETE":
+        return FileState(path, None, None, None, None, None, "committed", archive_mode="DELETE")
+    return None
+
+
+def file_states(landing: str | Path, checkpoint: Path | None, clean_source: str | None = None,
+                archive_dir: str | None = None) -> list[FileState]:
+    """Every landing file and every file the checkpoint recorded, with its ingestion state; with the
+    flow's cleanSource mode (MOVE with its archive folder, or DELETE), a committed file no longer in the
+    landing folder shows how cleanSource took it (`archive_mode`, `move_location`, `archive_time`)."""
     recorded = {f.path: f for f in source_log(checkpoint)} if checkpoint else {}
     commits = committed_batches(checkpoint) if checkpoint else {}
     # Streaming keeps only the newest commit files (minBatchesToRetain); earlier batches committed too.
@@ -184,15 +219,20 @@ def file_states(landing: str | Path, checkpoint: Path | None) -> list[FileState]
         # The time the stream saw the file, when it did: a later overwrite is not re-read.
         create = (datetime.fromtimestamp(seen.modification_ms / 1000, timezone.utc) if seen
                   else disk.modification_time if disk else None)
+        archived = _archived(path, clean_source, archive_dir) if committed and disk is None else None
         rows.append(FileState(
             path=path,
-            size=disk.size if disk else None,
+            size=disk.size if disk else archived.size if archived else None,
             create_time=create,
             discovery_time=starts.get(batch) if batch is not None else None,
             commit_time=commit,
             batch_id=batch,
             state=state,
-            disk_modification_time=disk.modification_time if disk else None,
+            disk_modification_time=(disk.modification_time if disk
+                                    else archived.disk_modification_time if archived else None),
+            archive_time=archived.archive_time if archived else None,
+            archive_mode=archived.archive_mode if archived else None,
+            move_location=archived.move_location if archived else None,
         ))
     return rows
 

@@ -8,7 +8,10 @@ state does not keep but an observability product needs (see `file_ledger`): `fir
 `lines` (lines with content, counted without Spark, for reconciliation), the file as the stream took
 it (`committed_size`, `committed_modification_time`) and whether it changed since
 (`modified_after_ingest`: Auto Loader with `cloudFiles.allowOverwrites=false`, the default, does not
-read a changed file again, and neither does the local file stream).
+read a changed file again, and neither does the local file stream). With `clean_source`, as
+`cloud_files_state` has them: `archive_time`, `archive_mode` (MOVE, DELETE) and `move_location` of a
+committed file the stream moved or deleted; such a file keeps the lines and size it was committed with
+and is not taken as modified after ingest (a deleted file's time is not known: NULL).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ FILE_STATE_SCHEMA = StructType(
         StructField("committed_size", LongType()),
         StructField("committed_modification_time", TimestampType()),
         StructField("modified_after_ingest", BooleanType()),
+        StructField("archive_time", TimestampType()),
+        StructField("archive_mode", StringType()),
+        StructField("move_location", StringType()),
     ]
 )
 
@@ -50,15 +56,20 @@ def rows_for(table_name: str, flow_name: str, states: Iterable[FileState], ledge
         if s.state == "committed":
             commits = [t for t in (earliest.get(s.path), s.commit_time) if t is not None]
             entry = ledger.record_commit(flow_name, s.path, min(commits) if commits else None, s.size,
-                                         s.disk_modification_time)
+                                         s.disk_modification_time, location=s.move_location,
+                                         recorded_modification_time=s.create_time)
             first = datetime.fromisoformat(entry.first_commit_time) if entry.first_commit_time else None
             lines, committed_size = entry.lines, entry.committed_size
             committed_mtime = (datetime.fromisoformat(entry.committed_modification_time)
                                if entry.committed_modification_time else None)
-            if s.size is None:
+            if s.archive_mode == "DELETE":
+                modified = None  # cleanSource deleted it: whether it changed before is not known
+            elif s.size is None:
                 modified = True  # deleted after it was ingested
             elif committed_size is not None and committed_mtime is not None and s.disk_modification_time is not None:
                 modified = s.size != committed_size or s.disk_modification_time != committed_mtime
-        rows.append((table_name, flow_name, s.path, s.size, s.create_time, s.discovery_time, s.commit_time,
-                     s.batch_id, s.state, first, lines, committed_size, committed_mtime, modified))
+        size = s.size if s.size is not None or s.archive_mode is None else committed_size
+        rows.append((table_name, flow_name, s.path, size, s.create_time, s.discovery_time, s.commit_time,
+                     s.batch_id, s.state, first, lines, committed_size, committed_mtime, modified,
+                     s.archive_time, s.archive_mode, s.move_location))
     return rows

@@ -30,6 +30,8 @@ class FlowRecord:
     target_table: str | None = None  # the target's qualified name (sinks are catalog tables locally)
     checkpoint_before: str | None = None  # the live checkpoint when the update started
     batch_before: int = -1  # its newest committed batch then
+    clean_source: str | None = None  # DELETE or MOVE when the flow's file source cleans committed files
+    archive_dir: str | None = None  # where MOVE puts them
 
 
 @dataclass

@@ -62,7 +62,7 @@ def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger
     rows = []
     for flow in sources:
         earliest = C.first_commits(Path(flow.checkpoint_root)) if flow.checkpoint_root else {}
-        states = C.file_states(flow.landing, checkpoint_of(flow))
+        states = C.file_states(flow.landing, checkpoint_of(flow), flow.clean_source, flow.archive_dir)
         rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest))
     ledger.save()
     # Rewritten only when it changed (an update with nothing new leaves it as it was); an INSERT
@@ -77,6 +77,22 @@ def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger
     except Exception:  # noqa: BLE001 (no table yet, or one with an older schema)
         df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
     digest_file.write_text(digest)
+
+
+def count_before_delete(flows: Iterable[FlowRecord], ledger_path: Path) -> None:
+    """Counts, before the update, the lines of landing files that flows with clean_source DELETE have not
+    committed: their stream deletes a committed file when its next micro-batch starts, often before the
+    runner sees the file committed, and a deleted file cannot be counted any more."""
+    from pipelines.local.file_ledger import FileLedger
+
+    deleting = [f for f in flows if f.landing is not None and f.clean_source == "DELETE"]
+    if not deleting:
+        return
+    ledger = FileLedger(ledger_path)
+    for flow in deleting:
+        for f in C.list_landing(flow.landing):
+            ledger.note_landing(flow.name, f.path, f.size, f.modification_time)
+    ledger.save()
 
 
 def query_id(checkpoint: Path) -> str | None:

@@ -240,6 +240,11 @@ class _Update:
             with self.clock("register definitions"):
                 self.register()
                 self.record_flows()
+            for table, notes in sorted(adapter.LOCAL_GRAPH.source_notes.items()):
+                for note in notes:
+                    self.say(f"  note: table '{table}': {note}")
+            measure.count_before_delete(self.flow_records.values(),
+                                        inflight.ledger_path(self.runner.home, self.pipeline.name))
             if request.full_refresh or request.full_refresh_selection:
                 self.update_state("RESETTING")
             self.update_state("SETTING_UP_TABLES")
@@ -306,6 +311,8 @@ class _Update:
                 target_table=self.qualified(short_name(target)) if target else None,
                 checkpoint_before=str(checkpoint) if checkpoint else None,
                 batch_before=max(C.committed_batches(checkpoint), default=-1) if checkpoint else -1,
+                clean_source=adapter.LOCAL_GRAPH.clean_sources.get(flow.name, (None, None))[0],
+                archive_dir=adapter.LOCAL_GRAPH.clean_sources.get(flow.name, (None, None))[1],
             ))
         self.record.flows = flows
         self.flow_records = {f.name: f for f in flows}

@@ -536,6 +536,10 @@ LANDING_FILES = _table(
         ("committed_modification_time", "TIMESTAMP", "Modification time of the file as the stream took it"),
         ("modified_after_ingest", "BOOLEAN", "Size or modification time changed after the stream took the file "
                                              "(NULL where not known, e.g. on Databricks)"),
+        ("archive_time", "TIMESTAMP", "When cleanSource moved or deleted the committed file (NULL: not archived, "
+                                      "or not known)"),
+        ("archive_mode", "STRING", "MOVE or DELETE when cleanSource took the committed file out of the landing folder"),
+        ("move_location", "STRING", "Where cleanSource MOVE put the file"),
         ("bronze_rows", "BIGINT", "Bronze rows from the file (corrupt lines included)"),
         ("corrupt_rows", "BIGINT", "Bronze rows from the file with _corrupt_record"),
         ("rescued_rows", "BIGINT", "Bronze rows from the file with _rescued_data"),
@@ -548,7 +552,7 @@ WITH state AS (
   SELECT {short('table_name')} AS table_name, flow_name, path, {path_key('path')} AS path_key,
          CAST(size AS BIGINT) AS size_bytes, create_time, discovery_time, commit_time, first_commit_time,
          state, CAST(lines AS BIGINT) AS lines, CAST(committed_size AS BIGINT) AS committed_size,
-         committed_modification_time, modified_after_ingest
+         committed_modification_time, modified_after_ingest, archive_time, archive_mode, move_location
   FROM {{file_state}}
 ),
 bronze AS (
@@ -571,6 +575,7 @@ SELECT
   s.size_bytes, s.create_time, s.discovery_time, s.commit_time, s.first_commit_time,
   coalesce(s.state, 'not_in_file_state') AS state,
   s.lines, s.committed_size, s.committed_modification_time, s.modified_after_ingest,
+  s.archive_time, s.archive_mode, s.move_location,
   -- no row from the file in bronze is a measured zero (bronze is read whole)
   coalesce(b.bronze_rows, 0) AS bronze_rows,
   coalesce(b.corrupt_rows, 0) AS corrupt_rows,
@@ -1224,6 +1229,8 @@ RECONCILIATION = _table(
         ("difference", "BIGINT", "lines - bronze_rows (NULL when lines are NULL)"),
         ("modified_after_ingest", "BOOLEAN", "Size or modification time changed after the stream took the file "
                                              "(NULL: not known)"),
+        ("archive_mode", "STRING", "MOVE or DELETE when cleanSource took the committed file out of the landing "
+                                   "folder (its lines are the ones counted when it was committed)"),
         ("status", "STRING", "ok, missing_rows (more lines than bronze rows), extra_rows, not_counted (no line "
                              "count), modified_after_ingest, pending (not committed yet)"),
         ("first_commit_time", "TIMESTAMP", "The file's first commit"),
@@ -1240,6 +1247,7 @@ SELECT
   coalesce(q.quarantined_rows, 0) AS quarantined_rows,
   f.lines - f.bronze_rows AS difference,
   f.modified_after_ingest,
+  f.archive_mode,
   CASE WHEN NOT f.landed THEN 'pending'
        WHEN f.modified_after_ingest THEN 'modified_after_ingest'
        WHEN f.lines IS NULL THEN 'not_counted'

@@ -1,7 +1,9 @@
 """Bad days for the runner, with real processes on one state folder: a second run while one is in
 progress is refused; the first run is then killed with SIGKILL after a micro-batch committed; the next
 run takes the stale lock over, closes the killed update as Databricks closes an update whose compute
-died, and ingests the rest. Truth: the landing files themselves, counted by the test."""
+died, and ingests the rest. Both tables read one file per micro-batch (`max_files_per_trigger: 1`), and
+customers' stream moves committed files to an archive folder (`clean_source: move`). Truth: the landing
+and archive files themselves, listed and counted by the test, and Spark's own checkpoint."""
 
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ pytestmark = pytest.mark.integration
 
 TABLES = ("orders", "customers")
 FILES_PER_TABLE = 6
+LATE_FILES_PER_TABLE = 3  # delivered after the kill, before the rerun
 UPDATE_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_ingest': (?P<state>[A-Z]+)", re.M)
+ARCHIVE = "_archive"  # customers' clean_source_move_destination, under the landing root
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Interrupted:
     killed_output: str
     committed_at_kill: dict[str, int]
     rerun: subprocess.CompletedProcess
+    late: dict[str, set[str]]  # table -> files delivered after the kill: only the rerun can read them
 
 
 def _checkpoint_commits(home: Path, table: str) -> list[int]:
@@ -57,19 +62,55 @@ def landing_files(home: Path, table: str) -> list[str]:
     return sorted(str(p) for p in (home / "landing" / table).rglob("*") if p.is_file() and not p.name.startswith(("_", ".")))
 
 
+def archived_files(home: Path, table: str) -> dict[str, str]:
+    """Files clean_source moved, by the path they were delivered at -> where they are now (Spark's file
+    source archives a file under the archive folder with its full path)."""
+    archive, landing = home / "landing" / ARCHIVE, str(home / "landing" / table) + "/"
+    moved = {"/" + str(p.relative_to(archive)): str(p) for p in archive.rglob("*") if p.is_file()}
+    return {path: now for path, now in moved.items() if path.startswith(landing)}
+
+
+def delivered_files(home: Path, table: str) -> dict[str, str]:
+    """Every file delivered for the table, by the path it was delivered at -> where it is now."""
+    return {**{p: p for p in landing_files(home, table)}, **archived_files(home, table)}
+
+
+def checkpoint_batches(home: Path, table: str) -> tuple[dict[int, float], dict[int, list[str]]]:
+    """From the bronze flow's checkpoint, as Spark wrote it: committed batch -> commit file time, and
+    batch -> the files its source log lists."""
+    [checkpoint] = (home / "storage" / "lakewatch_ingest" / "_checkpoints" / "spark_catalog" / "lakewatch"
+                    / f"{table}_bronze" / f"{table}_bronze").iterdir()
+    commits = {int(p.name): p.stat().st_mtime for p in (checkpoint / "commits").iterdir() if p.name.isdigit()}
+    files: dict[int, list[str]] = {}
+    for log in (checkpoint / "sources" / "0").iterdir():
+        if not log.name.isdigit():  # checksum files
+            continue
+        for line in log.read_text().splitlines()[1:]:
+            if line.strip():
+                entry = json.loads(line)
+                files.setdefault(int(entry["batchId"]), []).append(local_path(entry["path"]))
+    return commits, files
+
+
 @pytest.fixture(scope="module")
 def interrupted(spark, tmp_path_factory) -> Interrupted:
     home = tmp_path_factory.mktemp("interrupted_home")
     cli = Cli(home)
     config = (PROJECT_ROOT / "conf" / "tables.yml").read_text().replace(
-        "    format: json\n", "    format: json\n    max_files_per_trigger: 1\n")
-    assert config.count("max_files_per_trigger") == len(TABLES)
+        "    format: json\n", "    format: json\n    max_files_per_trigger: 1\n").replace(
+        "    landing: customers\n",
+        f"    landing: customers\n    clean_source: move\n    clean_source_move_destination: {ARCHIVE}\n")
+    assert config.count("max_files_per_trigger") == len(TABLES) and config.count("clean_source: move") == 1
     tables_file = home / "tables.yml"
     tables_file.write_text(config)
     conf = ("--set", f"lakewatch.tables_config={tables_file}")
-    generate_batch(spark, load_tables(tables_file), home / "landing", rows=600, seed=5,
-                   mix=Mix(malformed=0.05, type_mismatch=0.05, unknown_field=0.05, case_variant=0.03, empty_file=0.0),
-                   files_per_batch=FILES_PER_TABLE, column_settings=load_column_settings(PROJECT_ROOT / "conf" / "generator.yml"))
+    def arrive(rows: int, files: int) -> list:
+        return generate_batch(
+            spark, load_tables(tables_file), home / "landing", rows=rows, seed=5,
+            mix=Mix(malformed=0.05, type_mismatch=0.05, unknown_field=0.05, case_variant=0.03, empty_file=0.0),
+            files_per_batch=files, column_settings=load_column_settings(PROJECT_ROOT / "conf" / "generator.yml"))
+
+    arrive(600, FILES_PER_TABLE)
     cli.run("engine", "start")  # so the run under test spends its time in the update, not in the JVM start
 
     first = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", *conf], cwd=PROJECT_ROOT,
@@ -85,9 +126,14 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
     os.kill(first.pid, signal.SIGKILL)
     first.wait(timeout=60)
     killed_output = first.stdout.read()
+    # The killed run's flows may go on on the engine until the rerun releases its session; they read only
+    # what was there when they started (Trigger.AvailableNow), so these files are the rerun's, one per batch.
+    late: dict[str, set[str]] = {}
+    for record in arrive(150, LATE_FILES_PER_TABLE):
+        late.setdefault(record.table, set()).add(record.path)
     rerun = cli.run("run", *conf)
     cli.run("run", "lakewatch_observability")
-    return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun)
+    return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late)
 
 
 def test_a_second_run_is_refused_with_the_holder_named(interrupted):
@@ -112,7 +158,7 @@ def test_the_next_run_takes_the_stale_lock_over_and_closes_the_killed_update(int
 @pytest.mark.parametrize("table", TABLES)
 def test_every_landing_line_is_in_bronze_exactly_once(interrupted, table):
     home = interrupted.tables.home
-    expected = Counter({path: len(lines_on_disk(path)) for path in landing_files(home, table)})
+    expected = Counter({path: len(lines_on_disk(now)) for path, now in delivered_files(home, table).items()})
     rows = interrupted.tables.table(f"{table}_bronze").groupBy("_source_file").count().collect()
     actual = Counter({local_path(r["_source_file"]): r["count"] for r in rows})
     assert +expected == actual
@@ -122,8 +168,8 @@ def test_every_landing_line_is_in_bronze_exactly_once(interrupted, table):
 def test_every_corrupt_line_is_quarantined_exactly_once(interrupted, table):
     home = interrupted.tables.home
     expected: Counter = Counter()
-    for path in landing_files(home, table):
-        for line in lines_on_disk(path):
+    for path, now in delivered_files(home, table).items():
+        for line in lines_on_disk(now):
             try:
                 is_object = isinstance(json.loads(line), dict)
             except ValueError:
@@ -155,3 +201,67 @@ def test_rows_written_over_both_updates_equal_bronze(interrupted, table):
         .replace("{table}", table), log="lakewatch_ingest_event_log").collect()[0]
     assert metrics["events"] == metrics["batches"], "a micro-batch was reported twice"
     assert metrics["rows"] == interrupted.tables.table(f"{table}_bronze").count()
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_max_files_per_trigger_gives_several_micro_batches_in_one_update_each_with_its_metrics_event(interrupted, table):
+    """The files delivered after the kill are the rerun's: Spark's source log puts each in a micro-batch of
+    its own, and the rerun's update has one METRICS event per such batch with the lines of its file."""
+    home = interrupted.tables.home
+    rerun_id = UPDATE_LINE.search(interrupted.rerun.stdout)["id"]
+    commits, files = checkpoint_batches(home, table)
+    late = interrupted.late[table]
+    late_batches = {b for b in commits if set(files[b]) & late}
+    assert len(late_batches) == len(late) >= 2 and all(len(files[b]) == 1 for b in late_batches)
+    expected = {b: len(lines_on_disk(delivered_files(home, table)[files[b][0]])) for b in late_batches}
+    events = interrupted.tables.sql(
+        "SELECT origin.batch_id AS batch, "
+        "CAST(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT) AS rows "
+        "FROM {log} WHERE level = 'METRICS' AND origin.update_id = '" + rerun_id + "' "
+        "AND origin.flow_name LIKE '%." + table + "_bronze' AND origin.batch_id IS NOT NULL",
+        log="lakewatch_ingest_event_log").collect()
+    batches = [e["batch"] for e in events]
+    assert len(batches) == len(set(batches))  # one event per micro-batch
+    assert {e["batch"]: e["rows"] for e in events if e["batch"] in late_batches} == expected
+
+
+def test_clean_source_moves_committed_files_to_the_archive_with_their_full_path(interrupted):
+    """Spark's file source moves a batch's files when the next batch starts: the file of every batch the
+    rerun ran but its last is in the archive, the last one is still in the landing folder, and only
+    committed files moved."""
+    home = interrupted.tables.home
+    archived, landing = archived_files(home, "customers"), set(landing_files(home, "customers"))
+    commits, files = checkpoint_batches(home, "customers")
+    committed = {f for b in commits for f in files[b]}
+    assert not set(archived) & landing
+    assert set(archived) <= committed
+    last = max(commits)  # its successor has not started: its file is still in the landing folder
+    late_batches = sorted(b for b in commits if set(files[b]) & interrupted.late["customers"])
+    assert set(files[last]) <= landing and last == late_batches[-1]
+    assert {f for b in late_batches[:-1] for f in files[b]} <= set(archived)  # the rerun moved them
+    assert landing_files(home, "orders") and not archived_files(home, "orders")  # orders does not clean
+
+
+def test_file_state_shows_the_archived_files_and_reconciliation_still_says_ok(interrupted):
+    home = interrupted.tables.home
+    archived = archived_files(home, "customers")
+    state = {r["path"]: r for r in interrupted.tables.table("lakewatch_file_state")
+             .where("flow_name = 'customers_bronze'").collect()}
+    assert {p for p, r in state.items() if r["archive_mode"] is not None} == set(archived)
+    for path, now in archived.items():
+        row = state[path]
+        assert (row["archive_mode"], row["move_location"], row["state"]) == ("MOVE", now, "committed")
+        assert row["archive_time"] is not None and row["size"] == os.path.getsize(now)
+    assert all(r["archive_time"] is None and r["move_location"] is None for p, r in state.items() if p not in archived)
+    reconciled = {r["path"]: r for r in interrupted.tables.table("reconciliation")
+                  .where("table_name = 'customers_bronze'").collect()}
+    for path, now in archived.items():
+        row = reconciled[path]
+        assert (row["status"], row["lines"], row["modified_after_ingest"], row["archive_mode"]) == (
+            "ok", len(lines_on_disk(now)), False, "MOVE")
+
+
+def test_the_run_says_which_options_have_no_local_equivalent(interrupted):
+    notes = [line for line in interrupted.rerun.stdout.splitlines() if "note: table" in line]
+    assert len(notes) == 1 and "table 'customers': clean_source move" in notes[0]
+    assert "without a retention period" in notes[0]

@@ -195,3 +195,81 @@ def test_invalid_yaml_and_missing_file(tmp_path):
 
 def test_no_tables(tmp_path):
     assert error_of(tmp_path, "tables: []\n").error_class == "CONFIG_NO_TABLES"
+
+
+# -- Auto Loader options per table ---------------------------------------------------------------------
+def with_options(text: str) -> str:
+    return VALID.replace("    landing: orders\n", "    landing: orders\n" + textwrap.indent(text, "    "))
+
+
+def test_auto_loader_options_load_normalized(tmp_path):
+    orders = load_tables(write(tmp_path, with_options(
+        "max_bytes_per_trigger: 10g\nuse_managed_file_events: true\nclean_source: Move\n"
+        "clean_source_move_destination: _archive/orders\nclean_source_retention: 2 weeks\n"))).table("orders")
+    assert orders.max_bytes_per_trigger == 10 * 1024 ** 3
+    assert (orders.use_notifications, orders.use_managed_file_events) == (False, True)
+    assert (orders.clean_source, orders.clean_source_move_destination, orders.clean_source_retention) == (
+        "MOVE", "_archive/orders", "2 weeks")
+    assert orders.move_destination_path("/Volumes/main/x/landing/") == "/Volumes/main/x/landing/_archive/orders"
+    defaults = load_tables(write(tmp_path, VALID)).table("orders")
+    assert (defaults.max_bytes_per_trigger, defaults.clean_source, defaults.move_destination_path("/l")) == (None, "OFF", None)
+
+
+@pytest.mark.parametrize("value, size", [(1048576, 1048576), ("512", 512), ("512b", 512), ("64k", 65536),
+                                         ("1MB", 1048576), ("2g", 2 * 1024 ** 3), (" 1t ", 1024 ** 4)])
+def test_max_bytes_per_trigger_is_bytes_or_a_byte_string(tmp_path, value, size):
+    """Sizes as Spark's byte strings read them (JavaUtils.byteStringAs: binary units, no fraction)."""
+    text = f"max_bytes_per_trigger: {value!r}\n" if isinstance(value, str) else f"max_bytes_per_trigger: {value}\n"
+    assert load_tables(write(tmp_path, with_options(text))).table("orders").max_bytes_per_trigger == size
+
+
+def test_a_bare_yaml_off_is_clean_source_off(tmp_path):
+    assert load_tables(write(tmp_path, with_options("clean_source: off\n"))).table("orders").clean_source == "OFF"
+
+
+@pytest.mark.parametrize("options, error_class, phrase", [
+    ("max_bytes_per_trigger: 1.5g\n", "CONFIG_INVALID_OPTION", "max_bytes_per_trigger is '1.5g'"),
+    ("max_bytes_per_trigger: 10 GB\n", "CONFIG_INVALID_OPTION", "such as '512m' or '10g'"),
+    ("max_bytes_per_trigger: 0\n", "CONFIG_INVALID_OPTION", "a positive number of bytes"),
+    ("max_bytes_per_trigger: true\n", "CONFIG_INVALID_OPTION", "a positive number of bytes"),
+    ("use_notifications: 'yes'\n", "CONFIG_INVALID_OPTION", "use_notifications is 'yes'; it must be true or false"),
+    ("use_notifications: true\nuse_managed_file_events: true\n", "CONFIG_CONFLICTING_OPTIONS",
+     "use_notifications and use_managed_file_events cannot both be set"),
+    ("clean_source: archive\n", "CONFIG_INVALID_OPTION", "one of off, delete or move"),
+    ("clean_source: on\n", "CONFIG_INVALID_OPTION", "one of off, delete or move"),
+    ("clean_source: move\n", "CONFIG_MISSING_KEY", "missing the required key 'clean_source_move_destination'"),
+    ("clean_source: delete\nclean_source_move_destination: _archive\n", "CONFIG_INVALID_OPTION",
+     "set only with clean_source: move"),
+    ("clean_source: move\nclean_source_move_destination: /Volumes/main/x/archive\n", "CONFIG_INVALID_OPTION",
+     "a folder relative to the landing root"),
+    ("clean_source: move\nclean_source_move_destination: ../archive\n", "CONFIG_INVALID_OPTION",
+     "leaves the landing root"),
+    ("clean_source: move\nclean_source_move_destination: orders/done\n", "CONFIG_INVALID_OPTION",
+     "it lies in the landing folder 'orders' of table 'orders'"),
+    ("clean_source: move\nclean_source_move_destination: '.'\n", "CONFIG_INVALID_OPTION", "is the landing root itself"),
+    ("clean_source_retention: 30 days\n", "CONFIG_INVALID_OPTION", "set only with clean_source: delete or move"),
+    ("clean_source: delete\nclean_source_retention: 1 week\n", "CONFIG_INVALID_OPTION",
+     "longer than 7 days with clean_source: delete"),
+    ("clean_source: move\nclean_source_move_destination: _a\nclean_source_retention: soon\n",
+     "CONFIG_INVALID_OPTION", "an interval such as '14 days'"),
+    ("schema_hints: 'amount DECIMAL(10,2)'\n", "CONFIG_UNSUPPORTED_OPTION", "under `schema:`"),
+])
+def test_invalid_auto_loader_options_are_refused_with_the_fix(tmp_path, options, error_class, phrase):
+    error = error_of(tmp_path, with_options(options))
+    assert error.error_class == error_class and "Table 'orders'" in str(error)
+    assert phrase in str(error)
+
+
+def test_retention_bounds_follow_auto_loader(tmp_path):
+    """DELETE needs more than 7 days; MOVE has no minimum (Auto Loader's cleanSource documentation)."""
+    for options in ("clean_source: delete\nclean_source_retention: 8 days\n",
+                    "clean_source: delete\nclean_source_retention: 1 week 1 hour\n",
+                    "clean_source: move\nclean_source_move_destination: _a\nclean_source_retention: 1 hour\n"):
+        assert load_tables(write(tmp_path, with_options(options))).table("orders").clean_source_retention
+
+
+def test_a_move_destination_holding_another_tables_landing_is_refused(tmp_path):
+    second = VALID.split("tables:\n", 1)[1].replace("name: orders", "name: refunds").replace(
+        "landing: orders", "landing: archive/refunds")
+    error = error_of(tmp_path, with_options("clean_source: move\nclean_source_move_destination: archive\n") + second)
+    assert "it holds the landing folder 'archive/refunds' of table 'refunds'" in str(error)
