@@ -426,23 +426,32 @@ def test_reconciliation_per_file(fresh):
         file_row("/l/uncounted.json", t, ingested, lines=None),     # e.g. an incomplete gzip
         file_row("/l/waiting.json", t, None, lines=5),
         file_row("/l/empty.json", t, ingested, lines=0),
+        # cleanSource took these away after their commit: counted then, not modified, not missing
+        file_row("/l/moved.json", t, ingested, lines=2, archive_mode="MOVE", archived=ingested,
+                 move_location="/archive/l/moved.json"),
+        file_row("/l/deleted.json", t, ingested, lines=2, modified=None, archive_mode="DELETE"),
     ]
     bronze = (bronze_rows("/l/ok.json", 3, t, ingested, corrupt=1) + bronze_rows("/l/short.json", 3, t, ingested)
               + bronze_rows("/l/extra.json", 2, t, ingested) + bronze_rows("/l/changed.json", 2, t, ingested)
-              + bronze_rows("/l/uncounted.json", 2, t, ingested))
+              + bronze_rows("/l/uncounted.json", 2, t, ingested) + bronze_rows("/l/moved.json", 2, t, ingested)
+              + bronze_rows("/l/deleted.json", 2, t, ingested))
     sink = [sink_row("/l/ok.json", "h", t, ingested), sink_row("/l/ok.json", "h", t, ingested + dt.timedelta(days=1))]
     observability_views(fresh, [completed_update("c1", t)], file_state=files, bronze=bronze, sink=sink,
                         only=["reconciliation"])
     assert rows(fresh, "SELECT path, lines, bronze_rows, corrupt_rows, quarantined_rows, difference, status "
                        "FROM reconciliation ORDER BY path") == [
         ("/l/changed.json", 2, 2, 0, 0, 0, "modified_after_ingest"),
+        ("/l/deleted.json", 2, 2, 0, 0, 0, "ok"),
         ("/l/empty.json", 0, 0, 0, 0, 0, "ok"),
         ("/l/extra.json", 1, 2, 0, 0, -1, "extra_rows"),
+        ("/l/moved.json", 2, 2, 0, 0, 0, "ok"),
         ("/l/ok.json", 3, 3, 1, 1, 0, "ok"),  # the re-delivered line is not quarantined twice
         ("/l/short.json", 4, 3, 0, 0, 1, "missing_rows"),
         ("/l/uncounted.json", None, 2, 0, 0, None, "not_counted"),
         ("/l/waiting.json", 5, 0, 0, 0, 5, "pending"),
     ]
+    assert rows(fresh, "SELECT path, archive_mode FROM reconciliation WHERE archive_mode IS NOT NULL "
+                       "ORDER BY path") == [("/l/deleted.json", "DELETE"), ("/l/moved.json", "MOVE")]
 
 
 def test_reconciliation_is_zero_on_a_consistent_landing(fresh):
