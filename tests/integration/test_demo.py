@@ -7,21 +7,19 @@ so one pytest-xdist worker runs the demo once for all of them.)"""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
 import struct
-import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.anomalies import MIN_HISTORY
 from pipelines.observability.tables import HEALTH_METRIC_NAMES, PUBLISHED
-from tests.integration.chromium import CHROMIUM, WIDTH, DevTools, headless_chromium
+from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
 from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables
 
 pytestmark = pytest.mark.integration
@@ -228,51 +226,43 @@ def page_html(demo_home: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium")
-    with headless_chromium(tmp_path_factory.mktemp("chromium-profile")) as address:
-        yield address
+    with headless_chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
+
+
+WIDGETS_JS = """
+    () => Array.from(document.querySelectorAll('[data-widget]')).map(e => {
+      const box = e.getBoundingClientRect();
+      return {name: e.dataset.widget, kind: e.dataset.kind, rows: e.dataset.rows, error: e.dataset.error || null,
+              width: box.width, height: box.height,
+              marks: e.querySelectorAll('svg rect, svg circle, svg path').length,
+              cells: e.querySelectorAll('td').length, value: (e.querySelector('.counter-value') || {}).textContent};
+    })"""
 
 
 @pytest.fixture(scope="module")
-def loaded(browser: str, page_html: Path) -> dict:
+def loaded(browser: Any, page_html: Path) -> dict:
     """Opens the page, records what the browser reported, measures every widget, saves a screenshot."""
-    with urllib.request.urlopen(f"http://{browser}/json/list", timeout=10) as r:
-        target = next(t for t in json.load(r) if t["type"] == "page")
-    tools = DevTools(target["webSocketDebuggerUrl"])
+    page = browser.new_page()
+    events = PageEvents(page)
     try:
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            tools.call(f"{domain}.enable")
-        tools.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=1000, deviceScaleFactor=1, mobile=False)
-        tools.call("Page.navigate", url=page_html.resolve().as_uri())
-        tools.wait_for("Page.loadEventFired")
-        widgets = tools.call("Runtime.evaluate", returnByValue=True, expression="""
-            Array.from(document.querySelectorAll('[data-widget]')).map(e => {
-              const box = e.getBoundingClientRect();
-              return {name: e.dataset.widget, kind: e.dataset.kind, rows: e.dataset.rows, error: e.dataset.error || null,
-                      width: box.width, height: box.height,
-                      marks: e.querySelectorAll('svg rect, svg circle, svg path').length,
-                      cells: e.querySelectorAll('td').length, value: (e.querySelector('.counter-value') || {}).textContent};
-            })""")["result"]["value"]
-        height = tools.call("Page.getLayoutMetrics")["cssContentSize"]["height"]
-        shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1})
-        (ARTIFACTS / "dashboard.png").write_bytes(base64.b64decode(shot["data"]))
-        return {"widgets": widgets, "events": list(tools.events), "height": height}
+        page.goto(page_html.resolve().as_uri(), wait_until="load")
+        widgets = page.evaluate(WIDGETS_JS)
+        height = page.evaluate("() => document.documentElement.scrollHeight")
+        page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True,
+                        clip={"x": 0, "y": 0, "width": WIDTH, "height": height})
+        return {"widgets": widgets, "events": events, "height": height}
     finally:
-        tools.close()
+        page.close()
 
 
 def test_page_loads_without_script_errors_or_network_requests(loaded, page_html):
     events = loaded["events"]
-    exceptions = [e["params"]["exceptionDetails"] for e in events if e.get("method") == "Runtime.exceptionThrown"]
-    console = [e["params"] for e in events if e.get("method") == "Runtime.consoleAPICalled"
-               and e["params"]["type"] in ("error", "assert")]
-    logged = [e["params"]["entry"] for e in events if e.get("method") == "Log.entryAdded"
-              and e["params"]["entry"]["level"] == "error"]
-    assert not exceptions and not console and not logged, (exceptions, console, logged)
-    requests = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
+    assert events.errors() == {"exceptions": [], "console": [], "failed requests": []}
+    requests = events.requests
     assert requests and all(url == page_html.resolve().as_uri() or url.startswith("data:") for url in requests), requests
 
 
