@@ -99,14 +99,14 @@ class Update:
     def metrics(self, name: str, at: float, rows: int | None = None, backlog_files: int | None = None,
                 backlog_bytes: int | None = None, dropped: int | None = None,
                 expectations: Iterable[tuple[str, int, int]] | None = None, batch_id: int | None = None,
-                status: str = "RUNNING", streaming: bool = True) -> "Update":
+                status: str = "RUNNING", streaming: bool = True, output_bytes: int | None = None) -> "Update":
         results = None
         if expectations is not None:
             results = [E.expectation_result(n, qualified(name), p, f) for n, p, f in expectations]
         return self.add(E.flow_metrics(
             self.origin(name, batch_id), self.at(at), num_output_rows=rows, backlog_bytes=backlog_bytes,
             backlog_files=backlog_files, dropped_records=dropped, expectations=results, status=status,
-            streaming=streaming, data_plane_seq_no=next(_seq), data_plane_instance="test",
+            streaming=streaming, num_output_bytes=output_bytes, data_plane_seq_no=next(_seq), data_plane_instance="test",
         ))
 
     def warn(self, measurement: str, reason: str, at: float, flow: str | None = None) -> "Update":

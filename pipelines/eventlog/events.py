@@ -254,6 +254,7 @@ def flow_metrics(
     expectations: Sequence[Mapping[str, Any]] | None = None,
     status: str = "RUNNING",
     streaming: bool = True,
+    num_output_bytes: int | None = None,
     **seq: Any,
 ) -> dict[str, Any]:
     """A METRICS-level flow_progress row. Only measured figures are set; the rest stay NULL."""
@@ -261,6 +262,7 @@ def flow_metrics(
         k: v
         for k, v in (
             ("num_output_rows", num_output_rows),
+            ("num_output_bytes", num_output_bytes),
             ("backlog_bytes", backlog_bytes),
             ("backlog_files", backlog_files),
         )

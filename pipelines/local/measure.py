@@ -103,14 +103,17 @@ def query_id(checkpoint: Path) -> str | None:
         return None
 
 
-def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int]) -> dict[int, int]:
-    """Rows each of `batches` appended to `table`, from the `numOutputRows` of the Delta commits
-    the streaming query of `checkpoint` made (Delta records the query id and batch as `epochId`)."""
+def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int],
+                   metric: str = "numOutputRows", last_commits: int | None = None) -> dict[int, int]:
+    """Rows (or another Delta operation metric, such as `numOutputBytes`) each of `batches` appended to
+    `table`, from the Delta commits the streaming query of `checkpoint` made (Delta records the query
+    id and batch as `epochId`); `last_commits` reads only the table's newest commits."""
     wanted = {int(b) for b in batches}
     qid = query_id(checkpoint)
     if not wanted or qid is None:
         return {}
-    rows = spark.sql(f"DESCRIBE HISTORY {table}").select("operationParameters", "operationMetrics").collect()
+    limit = f" LIMIT {int(last_commits)}" if last_commits else ""
+    rows = spark.sql(f"DESCRIBE HISTORY {table}{limit}").select("operationParameters", "operationMetrics").collect()
     found: dict[int, int] = {}
     for row in rows:
         params = dict(row["operationParameters"] or {})
@@ -118,6 +121,6 @@ def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[i
         if params.get("queryId") != qid or params.get("epochId") is None:
             continue
         batch = int(params["epochId"])
-        if batch in wanted and metrics.get("numOutputRows") is not None:
-            found[batch] = found.get(batch, 0) + int(metrics["numOutputRows"])
+        if batch in wanted and metrics.get(metric) is not None:
+            found[batch] = found.get(batch, 0) + int(metrics[metric])
     return found

@@ -490,6 +490,7 @@ class _Update:
                 ("materialized views kept", self.keep_unrefreshed_views),
                 ("dataset and flow definitions", self.write_definitions),
                 ("rows written per flow", self.tally_streaming_rows),
+                ("bytes written per flow", self.add_streaming_bytes),
                 ("materialized view metrics", self.add_batch_view_metrics),
                 ("backlog at the end of the update", self.add_backlog_at_end),
                 ("file state", self.write_file_state),
@@ -648,6 +649,33 @@ class _Update:
             if result is not None and result.status == "COMPLETED" and result.rows_written is None:
                 result.rows_written = 0
 
+    def add_streaming_bytes(self) -> None:
+        """Bytes each streaming flow wrote in the update, from the `numOutputBytes` of the Delta commits of
+        its micro-batches: one METRICS event per flow, without a batch id (so it adds no micro-batch and
+        no row count). A flow with a micro-batch whose commit carries no byte count gets none (NULL)."""
+        assert self.collector is not None
+        batches: dict[str, list[int]] = {}
+        ended: dict[str, datetime] = {}
+        for batch in self.collector.snapshot():
+            flow = short_name(batch.flow)
+            batches.setdefault(flow, []).append(batch.batch_id)
+            ended[flow] = max(ended.get(flow, batch.ended_at), batch.ended_at)
+        measured = [f for f in batches if f in adapter.LOCAL_GRAPH.measured_flows
+                    and self.flow_records.get(f) is not None and self.flow_records[f].target_table
+                    and self.checkpoint(f) is not None]
+
+        def bytes_of(flow: str) -> dict[int, int]:
+            return measure.rows_per_batch(self.spark, self.flow_records[flow].target_table, self.checkpoint(flow),
+                                          batches[flow], metric="numOutputBytes",
+                                          last_commits=2 * len(batches[flow]) + 10)
+
+        found = _in_parallel(bytes_of, measured)
+        for flow in measured:
+            per_batch = found[flow]
+            if all(b in per_batch for b in batches[flow]):
+                self.add(E.flow_metrics(self.flow_origin(flow), ended[flow],
+                                        num_output_bytes=sum(per_batch[b] for b in batches[flow])))
+
     def add_batch_view_metrics(self) -> None:
         """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the
         view's expectations over the same input it read in this update."""
@@ -666,6 +694,7 @@ class _Update:
             commits = history[flow.name]
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             written = sum(rows) if rows else None
+            sizes = [int(c["numOutputBytes"]) for _, c in commits if c.get("numOutputBytes") is not None]
             at = max((t for t, _ in commits), default=now())
             rules = adapter.LOCAL_GRAPH.expectations.get(flow.target)
             expectations, dropped = None, None
@@ -676,7 +705,8 @@ class _Update:
                     dropped = counts.get(X.DROPPED_METRIC)
             self.add(E.flow_metrics(self.flow_origin(flow.name), at, num_output_rows=written,
                                     dropped_records=dropped, expectations=expectations,
-                                    status="COMPLETED", streaming=False))
+                                    status="COMPLETED", streaming=False,
+                                    num_output_bytes=sum(sizes) if sizes else None))
             result.rows_written = written
 
     def commits_after(self, table: str, version: int | None) -> list[tuple[datetime, dict[str, str]]]:

@@ -222,6 +222,8 @@ EVENTS = _streaming_table(
         ("flow_status", "STRING", "flow_progress: the flow's status", _json("flow_progress.status")),
         ("num_output_rows", "BIGINT", "flow_progress: rows written (NULL when the event does not say)",
          f"try_cast({_json('flow_progress.metrics.num_output_rows')} AS BIGINT)"),
+        ("num_output_bytes", "BIGINT", "flow_progress: bytes written (NULL when the event does not say)",
+         f"try_cast({_json('flow_progress.metrics.num_output_bytes')} AS BIGINT)"),
         ("backlog_bytes", "BIGINT", "flow_progress: bytes waiting in the source",
          f"try_cast({_json('flow_progress.metrics.backlog_bytes')} AS BIGINT)"),
         ("backlog_files", "BIGINT", "flow_progress: files waiting in the source",
@@ -338,6 +340,8 @@ FLOW_THROUGHPUT = _table(
         ("rows_written", "BIGINT", "Rows the flow wrote in the update; NULL when no event carried a count, or "
                                    "when a micro-batch's count is missing (see unmeasured_batches)"),
         ("rows_source", "STRING", "Where rows_written comes from: metrics (METRICS events) or terminal_event"),
+        ("bytes_written", "BIGINT", "Bytes the flow wrote in the update (its METRICS events' num_output_bytes; NULL "
+                                    "when none carried a byte count)"),
         ("batches", "BIGINT", "Micro-batches reported (METRICS events with a batch id)"),
         ("unmeasured_batches", "BIGINT", "Micro-batches reported without a row count"),
         ("batches_without_expectation_counts", "BIGINT",
@@ -357,6 +361,7 @@ WITH per_flow AS (
     max(dataset) AS dataset,
     max_by(flow_status, struct(event_time, seq)) FILTER (WHERE level <> 'METRICS' AND flow_status IS NOT NULL) AS final_status,
     sum(num_output_rows) FILTER (WHERE level = 'METRICS') AS metrics_rows,
+    sum(num_output_bytes) FILTER (WHERE level = 'METRICS') AS bytes_written,
     count_if(level = 'METRICS' AND num_output_rows IS NOT NULL) AS metrics_with_rows,
     max_by(num_output_rows, struct(event_time, seq)) FILTER (
       WHERE level <> 'METRICS' AND flow_status IN {TERMINAL_FLOW} AND num_output_rows IS NOT NULL) AS terminal_rows,
@@ -382,7 +387,7 @@ counted AS (
   FROM per_flow
 )
 SELECT
-  update_id, pipeline_name, flow_name, dataset, final_status, rows_written, rows_source,
+  update_id, pipeline_name, flow_name, dataset, final_status, rows_written, rows_source, bytes_written,
   batches, unmeasured_batches, batches_without_expectation_counts, started_at, ended_at,
   {seconds_between('started_at', 'ended_at')} AS duration_seconds,
   CASE WHEN {seconds_between('started_at', 'ended_at')} > 0
@@ -467,6 +472,7 @@ FLOW_THROUGHPUT_DAILY = _table(
         ("updates", "BIGINT", "Updates in which the flow ran"),
         ("rows_written", "BIGINT", "Rows written that day (NULL when a micro-batch's count is missing, or none was reported)"),
         ("unmeasured_batches", "BIGINT", "Micro-batches of the day without a row count"),
+        ("bytes_written", "BIGINT", "Bytes written that day (updates without a byte count left out)"),
         ("total_duration_seconds", "DOUBLE", "Seconds the flow ran that day"),
         ("avg_duration_seconds", "DOUBLE", "Average seconds per update"),
         ("rows_per_second", "DOUBLE", "rows_written / total_duration_seconds"),
@@ -477,6 +483,7 @@ SELECT
   count(*) AS updates,
   CASE WHEN sum(unmeasured_batches) > 0 THEN CAST(NULL AS BIGINT) ELSE sum(rows_written) END AS rows_written,
   sum(unmeasured_batches) AS unmeasured_batches,
+  sum(bytes_written) AS bytes_written,
   sum(duration_seconds) AS total_duration_seconds,
   avg(duration_seconds) AS avg_duration_seconds,
   CASE WHEN sum(duration_seconds) > 0 AND sum(unmeasured_batches) = 0

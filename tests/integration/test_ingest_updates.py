@@ -8,9 +8,11 @@ The generator's manifest and the landing files themselves are the truth the tabl
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -136,6 +138,25 @@ def test_second_update_processes_only_the_new_files(scenario, table):
         .collect()[0]["n"]
     )
     assert written == sum(sum(f["lines"].values()) for f in files_of(scenario.manifest_after[2], table, 1).values())
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_bytes_written_are_the_sizes_of_the_files_each_update_added(scenario, table):
+    """The bronze flow's num_output_bytes over all updates equals the size of every data file its
+    streaming appends added, read by the test from the table's Delta log (JSON commits on disk)."""
+    log_dir = Path(scenario.tables.path(f"{table}_bronze")) / "_delta_log"
+    added = 0
+    for commit in sorted(log_dir.glob("*.json")):
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+        if any(a.get("commitInfo", {}).get("operation") == "STREAMING UPDATE" for a in actions):
+            added += sum(a["add"]["size"] for a in actions if "add" in a)
+    reported = (
+        event_log(scenario)
+        .where(f"origin.flow_name LIKE '%.{table}_bronze' AND level = 'METRICS'")
+        .selectExpr("sum(cast(get_json_object(details, '$.flow_progress.metrics.num_output_bytes') AS BIGINT)) AS n")
+        .collect()[0]["n"]
+    )
+    assert reported == added > 0
 
 
 @pytest.mark.parametrize("table", TABLES)

@@ -415,6 +415,26 @@ def test_rows_written_counted_once_from_metrics_or_the_terminal_event(fresh):
                        "ORDER BY 1") == [("customers", None), ("customers_bronze", None)]
 
 
+def test_bytes_written_from_the_metrics_events_that_carry_them(fresh):
+    u = Update("y1", utc(2026, 11, 2, 8)).state("RUNNING", 1)
+    # streaming flow on Databricks: bytes on each micro-batch's METRICS event
+    u.flow("orders_bronze", "RUNNING", 2)
+    u.metrics("orders_bronze", 3, rows=10, batch_id=0, output_bytes=1000)
+    u.metrics("orders_bronze", 4, rows=20, batch_id=1, output_bytes=2500)
+    u.flow("orders_bronze", "COMPLETED", 5)
+    # streaming flow locally: the bytes of its micro-batches on one METRICS event without a batch id
+    u.flow("orders", "RUNNING", 2).metrics("orders", 3, rows=4, batch_id=0).metrics("orders", 4, output_bytes=700)
+    u.flow("orders", "COMPLETED", 5)
+    # no event carries a byte count: unknown
+    u.flow("customers", "RUNNING", 2).metrics("customers", 3, rows=4, batch_id=0).flow("customers", "COMPLETED", 4)
+    u.state("COMPLETED", 8)
+    observability_views(fresh, [u], only=["flow_throughput_daily"])
+    assert rows(fresh, "SELECT flow_name, bytes_written, rows_written, batches FROM flow_throughput ORDER BY 1") == [
+        ("customers", None, 4, 1), ("orders", 700, 4, 1), ("orders_bronze", 3500, 30, 2)]
+    assert rows(fresh, "SELECT flow_name, bytes_written FROM flow_throughput_daily ORDER BY 1") == [
+        ("customers", None), ("orders", 700), ("orders_bronze", 3500)]
+
+
 # -- reconciliation ------------------------------------------------------------------------------------
 def test_reconciliation_per_file(fresh):
     t, ingested = utc(2026, 11, 2, 8), utc(2026, 11, 2, 8, 5)
