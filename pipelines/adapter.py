@@ -6,7 +6,7 @@ plain PySpark that both engines run.
 
 | concern       | DatabricksEngine                                  | LocalEngine                                   |
 | ------------- | ------------------------------------------------- | --------------------------------------------- |
-| file source   | Auto Loader, `rescue` mode, `_rescued_data`        | text file stream + `rescue.rescue_json_lines` |
+| file source   | Auto Loader, `rescue` mode, `_rescued_data`        | Spark's file stream + `formats.<format>`      |
 | expectations  | `dp.expect_all`, `_or_drop`, `_or_fail`            | same actions enforced, counts via `observe`   |
 | delta sink    | `tableName` in the pipeline's catalog and schema   | a Delta `path` under the local home           |
 | row tracking  | on for tables that views read (incremental refresh) | off (SDP recomputes every view in full)     |
@@ -25,8 +25,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import expectations as X
-from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, SOURCE_FILE, SOURCE_FILE_MTIME, TableSpec
-from pipelines.rescue import rescue_json_lines
+from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TableSpec
+from pipelines.formats import file_format
+from pipelines.formats.files import metadata_columns
 
 ENGINE_KEY = "lakewatch.engine"
 CATALOG_KEY = "lakewatch.catalog"
@@ -91,25 +92,6 @@ class Engine(Protocol):
         """Decorator for a dataset's (or append flow's) query function, placed under the `dp`
         decorator: applies the expectations with their actions."""
         ...
-
-
-def _metadata_columns() -> list:
-    return [
-        F.col("_metadata.file_path").alias(SOURCE_FILE),
-        F.col("_metadata.file_modification_time").alias(SOURCE_FILE_MTIME),
-    ]
-
-
-# Rows one landing line (`value`, from the text reader) makes, as `file_ledger.count_content_lines`
-# counts them locally: none for a line of spaces and tabs, one per object for a line holding a JSON
-# array of objects (Spark's JSON reader makes a row of each), else one.
-_LINE_ARRAY = "from_json(regexp_replace(value, '^[ \\t]*\\uFEFF?[ \\t]*', ''), 'ARRAY<STRING>')"
-LINE_RECORDS_SQL = (
-    "CASE WHEN NOT value RLIKE '[^ \\t]' THEN 0 "
-    "WHEN NOT value RLIKE '^[ \\t]*\\uFEFF?[ \\t]*\\\\[' THEN 1 "
-    f"WHEN size({_LINE_ARRAY}) > 0 AND forall({_LINE_ARRAY}, x -> ltrim(x) LIKE '{{%') THEN size({_LINE_ARRAY}) "
-    "ELSE 1 END"
-)
 
 
 def landing_root_of(table: TableSpec, path: str) -> str:
@@ -200,6 +182,7 @@ class DatabricksEngine:
             reader = reader.option(key, value)
         return (
             reader
+            .options(**file_format(table).reader_options(table))
             .option("cloudFiles.format", table.format)
             .option("cloudFiles.schemaEvolutionMode", "rescue")
             .option("rescuedDataColumn", "_rescued_data")
@@ -211,7 +194,7 @@ class DatabricksEngine:
                 *[F.col(f"`{c}`") for c in table.column_names],
                 F.col("_rescued_data"),
                 F.col("_corrupt_record"),
-                *_metadata_columns(),
+                *metadata_columns(),
             )
         )
 
@@ -257,14 +240,12 @@ class DatabricksEngine:
         parts = []
         for table in bronze_tables:
             flow = table.rsplit(".", 1)[-1].strip("`")
-            folders = landings.get(flow)
-            if folders:
-                # rows the lines make, as the local count (CR, LF and CRLF end a line)
+            spec, folders = landings.get(flow, (None, []))
+            if spec is not None and folders:
+                # records per file, as the local count makes them (formats.<format>.records_sql)
+                fmt = file_format(spec)
                 counted = " UNION ALL ".join(
-                    f"SELECT {path_key('_metadata.file_path')} AS path_key, {LINE_RECORDS_SQL} AS n "
-                    f"FROM read_files('{folder.replace(chr(39), chr(39) * 2)}', format => 'text', "
-                    "ignoreCorruptFiles => 'true')"
-                    for folder in folders
+                    fmt.records_sql(spec, "'" + folder.replace("'", "''") + "'", path_key) for folder in folders
                 )
                 # a file cleanSource moved is counted where it is now (move_location)
                 lines = (
@@ -288,8 +269,8 @@ class DatabricksEngine:
         return "(" + " UNION ALL ".join(parts) + ")"
 
     @staticmethod
-    def _landing_folders(spark: SparkSession) -> dict[str, list[str]]:
-        """Bronze table name -> the folders its files are in: the landing folder and, with clean_source
+    def _landing_folders(spark: SparkSession) -> dict[str, tuple[TableSpec, list[str]]]:
+        """Bronze table name -> its table and the folders its files are in: the landing folder and, with clean_source
         MOVE, the move destination once it exists (Auto Loader creates it with its first move; reading
         a folder that is not there would fail the refresh). Empty without the landing root."""
         root = spark.conf.get(LANDING_ROOT_KEY, None)
@@ -299,10 +280,10 @@ class DatabricksEngine:
 
         folders = {}
         for t in tables_config(spark).tables:
-            folders[t.bronze_name] = [t.landing_path(root)]
+            folders[t.bronze_name] = (t, [t.landing_path(root)])
             destination = t.move_destination_path(root)
             if destination is not None and _folder_exists(spark, destination):
-                folders[t.bronze_name].append(destination)
+                folders[t.bronze_name][1].append(destination)
         return folders
 
     def query(
@@ -360,12 +341,14 @@ class LocalGraph:
     # flow name -> (clean_source mode DELETE or MOVE, the archive folder for MOVE)
     clean_sources: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     source_notes: dict[str, list[str]] = field(default_factory=dict)  # table -> options without local equivalent
+    record_counters: dict[str, str] = field(default_factory=dict)  # flow name -> formats.count_records counter
 
     def clear(self) -> None:
         self.sinks.clear()
         self.file_sources.clear()
         self.clean_sources.clear()
         self.source_notes.clear()
+        self.record_counters.clear()
         self.expectations.clear()
         self.measured_flows.clear()
 
@@ -402,14 +385,9 @@ class LocalEngine:
             LOCAL_GRAPH.source_notes[table.name] = notes
         if table.clean_source in (CLEAN_DELETE, CLEAN_MOVE):
             LOCAL_GRAPH.clean_sources[table.bronze_name] = (table.clean_source, table.move_destination_path(root))
-        reader = spark.readStream.format("text")
-        for key, value in options.items():
-            reader = reader.option(key, value)
-        lines = reader.load(path).select(F.col("value"), *_metadata_columns())
-        return rescue_json_lines(
-            lines, table.columns, line="value", file_path=SOURCE_FILE,
-            passthrough=(SOURCE_FILE, SOURCE_FILE_MTIME),
-        )
+        fmt = file_format(table)
+        LOCAL_GRAPH.record_counters[table.bronze_name] = fmt.counter(table)
+        return fmt.read_local(spark, table, path, options)
 
     def sink_options(self, spark: SparkSession, sink: str, schema_ddl: str) -> dict[str, str]:
         root = spark.conf.get(SINK_ROOT_KEY)

@@ -34,7 +34,7 @@ TABLE_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 # Leaves room for the longest suffix ('_bronze') within Unity Catalog's 255-character limit.
 TABLE_NAME_MAX_LENGTH = 128
 COLUMN_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SUPPORTED_FORMATS = ("json",)
+SUPPORTED_FORMATS = ("json", "csv", "parquet")
 
 # Columns lakewatch adds to every bronze table (declared schema must not use these names).
 RESCUED_DATA = "_rescued_data"
@@ -57,7 +57,9 @@ _TOP_KEYS = ("tables",)
 # and adapter.local_file_options map them to each engine).
 _SOURCE_KEYS = ("max_files_per_trigger", "max_bytes_per_trigger", "use_notifications", "use_managed_file_events",
                 "clean_source", "clean_source_move_destination", "clean_source_retention", "schema_hints")
-_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", *_SOURCE_KEYS)
+# Reader options of a format (README "Landing file formats"), each valid with one format only.
+_FORMAT_KEYS = {"header": "csv", "delimiter": "csv", "quote": "csv", "escape": "csv", "multi_line": "json"}
+_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", *_SOURCE_KEYS, *_FORMAT_KEYS)
 _TABLE_REQUIRED = ("name", "format", "schema", "landing")
 _EXPECTATION_KEYS = ("name", "condition", "action")
 
@@ -85,6 +87,13 @@ class TableSpec:
     clean_source: str = CLEAN_OFF  # OFF | DELETE | MOVE (cloudFiles.cleanSource)
     clean_source_move_destination: str | None = None  # relative to the landing root, like `landing`
     clean_source_retention: str | None = None  # cloudFiles.cleanSource.retentionDuration (Databricks only)
+    # format: csv (Spark's CSV reader options of the same names; `sep` is `delimiter`)
+    header: bool = True  # the first line with content of each file names the columns
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str = "\\"
+    # format: json
+    multi_line: bool = False  # each file is one JSON document (an object, or an array of objects)
 
     @property
     def source_name(self) -> str:
@@ -315,15 +324,55 @@ def parse_table(path: str, index: int, data: Any) -> TableSpec:
             "CONFIG_UNSUPPORTED_FORMAT",
             {"table": name, "format": fmt, "supported": ", ".join(SUPPORTED_FORMATS)},
         )
+    columns = parse_columns(name, data["schema"])
+    format_options = parse_format_options(name, fmt, data)
+    if fmt == "csv":
+        for c in columns:
+            if c.data_type.startswith(("STRUCT<", "ARRAY<", "MAP<")):
+                raise ConfigError("CONFIG_UNSUPPORTED_TYPE", {
+                    "table": name, "column": c.name, "type": c.data_type,
+                    "reason": "a CSV field is text and Spark's CSV reader cannot fill a STRUCT, ARRAY or MAP column; "
+                              "declare it STRING and parse it downstream (from_json)"})
     return TableSpec(
         name=name,
         format=fmt,
-        columns=parse_columns(name, data["schema"]),
+        columns=columns,
         landing=str(data["landing"]),
         expectations=parse_expectations(name, data.get("expectations")),
         comment=data.get("comment"),
         **parse_source_options(name, data),
+        **format_options,
     )
+
+
+def _single_character(table: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or len(value) != 1 or value in "\r\n":
+        raise ConfigError("CONFIG_INVALID_OPTION", {
+            "table": table, "key": key, "value": value,
+            "reason": "one character other than a line end, quoted in YAML (e.g. ';', or \"\\t\" for a tab)"})
+    return value
+
+
+def parse_format_options(table: str, fmt: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The reader options of the table's format; an option of another format is refused."""
+    for key, owner in _FORMAT_KEYS.items():
+        if data.get(key) is not None and owner != fmt:
+            raise ConfigError("CONFIG_INVALID_OPTION", {
+                "table": table, "key": key, "value": data[key], "reason": f"set only with format: {owner}"})
+    if fmt == "json":
+        return {"multi_line": _flag(table, "multi_line", data.get("multi_line"))}
+    if fmt != "csv":
+        return {}
+    options: dict[str, Any] = {"header": True if data.get("header") is None else _flag(table, "header", data["header"])}
+    for key in ("delimiter", "quote", "escape"):
+        if data.get(key) is not None:
+            options[key] = _single_character(table, key, data[key])
+    chosen = {k: options.get(k, default) for k, default in (("delimiter", ","), ("quote", '"'), ("escape", "\\"))}
+    if len(set(chosen.values())) < 3:
+        raise ConfigError("CONFIG_CONFLICTING_OPTIONS", {
+            "table": table, "first": "delimiter, quote", "second": "escape",
+            "reason": f"they must be three different characters, found {chosen}"})
+    return options
 
 
 def _positive_int(table: str, key: str, value: Any) -> int | None:

@@ -10,6 +10,9 @@ line besides the line ends). A line holding a JSON array of objects counts one p
 reader (and the local rescue) makes a row of each; any other line counts one (an empty array is one
 corrupt row locally). Gzip and bzip2 files are counted after decompression; a file that cannot
 be read whole (an incomplete upload) is not counted (NULL), and counted once it can be.
+
+That is the count of JSON lines; the other formats count records their own way
+(`pipelines.formats`: CSV rows, a JSON document's objects, Parquet rows), with the same NULL rule.
 """
 
 from __future__ import annotations
@@ -103,6 +106,13 @@ def count_content_lines(path: str | Path) -> int | None:
     return count
 
 
+def count_records(counter: str | None, path: str | Path) -> int | None:
+    """The file's records as its format counts them (`formats.count_records`; None: JSON lines)."""
+    from pipelines.formats import count_records as by_format
+
+    return by_format(counter, path)
+
+
 class FileLedger:
     """Per (flow, path) facts learned at first commit, loaded and saved as one JSON file."""
 
@@ -120,7 +130,8 @@ class FileLedger:
 
     def record_commit(self, flow: str, path: str, first_commit: datetime | None, size: int | None,
                       modification_time: datetime | None = None, location: str | None = None,
-                      recorded_modification_time: datetime | None = None) -> LedgerEntry:
+                      recorded_modification_time: datetime | None = None,
+                      counter: str | None = None) -> LedgerEntry:
         """Notes a committed file: its earliest commit, and (once) its size, time on disk and line
         count as the runner first sees it committed (after the update that committed it). `location` is
         where the file is now when cleanSource moved it; a file cleanSource deleted takes the count made
@@ -132,7 +143,7 @@ class FileLedger:
             if known is None or first_commit < known:
                 e.first_commit_time = first_commit.isoformat()
         if e.lines is None and size is not None:
-            e.lines = count_content_lines(location or path)
+            e.lines = count_records(counter, location or path)
             e.committed_size = size
         elif (e.lines is None and size is None and e.seen_lines is not None and recorded_modification_time
               is not None and e.seen_modification_time == recorded_modification_time.isoformat()):
@@ -142,7 +153,8 @@ class FileLedger:
             e.committed_modification_time = modification_time.isoformat()
         return e
 
-    def note_landing(self, flow: str, path: str, size: int, modification_time: datetime) -> None:
+    def note_landing(self, flow: str, path: str, size: int, modification_time: datetime,
+                     counter: str | None = None) -> None:
         """Counts a landing file not committed yet, for a flow whose stream deletes committed files
         (clean_source DELETE): counted again when it changed since."""
         e = self.entry(flow, path)
@@ -150,7 +162,7 @@ class FileLedger:
             return
         stamp = modification_time.isoformat()
         if e.seen_lines is None or e.seen_size != size or e.seen_modification_time != stamp:
-            e.seen_lines, e.seen_size, e.seen_modification_time = count_content_lines(path), size, stamp
+            e.seen_lines, e.seen_size, e.seen_modification_time = count_records(counter, path), size, stamp
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,7 @@ FILE_STATE_SCHEMA = StructType(
 
 
 def rows_for(table_name: str, flow_name: str, states: Iterable[FileState], ledger: FileLedger,
-             earliest: dict[str, datetime]) -> list[tuple]:
+             earliest: dict[str, datetime], counter: str | None = None) -> list[tuple]:
     """File-state rows of one flow; committed files are noted in the ledger (first commit, lines)."""
     rows = []
     for s in states:
@@ -57,7 +57,7 @@ def rows_for(table_name: str, flow_name: str, states: Iterable[FileState], ledge
             commits = [t for t in (earliest.get(s.path), s.commit_time) if t is not None]
             entry = ledger.record_commit(flow_name, s.path, min(commits) if commits else None, s.size,
                                          s.disk_modification_time, location=s.move_location,
-                                         recorded_modification_time=s.create_time)
+                                         recorded_modification_time=s.create_time, counter=counter)
             first = datetime.fromisoformat(entry.first_commit_time) if entry.first_commit_time else None
             lines, committed_size = entry.lines, entry.committed_size
             committed_mtime = (datetime.fromisoformat(entry.committed_modification_time)

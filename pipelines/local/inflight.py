@@ -32,6 +32,7 @@ class FlowRecord:
     batch_before: int = -1  # its newest committed batch then
     clean_source: str | None = None  # DELETE or MOVE when the flow's file source cleans committed files
     archive_dir: str | None = None  # where MOVE puts them
+    record_counter: str | None = None  # how its files' records are counted (formats.count_records; None: JSON lines)
 
 
 @dataclass

@@ -63,7 +63,8 @@ def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger
     for flow in sources:
         earliest = C.first_commits(Path(flow.checkpoint_root)) if flow.checkpoint_root else {}
         states = C.file_states(flow.landing, checkpoint_of(flow), flow.clean_source, flow.archive_dir)
-        rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest))
+        rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest,
+                             flow.record_counter))
     ledger.save()
     # Rewritten only when it changed (an update with nothing new leaves it as it was); an INSERT
     # OVERWRITE keeps the catalog entry, so only a new table or a new schema needs saveAsTable.
@@ -91,7 +92,7 @@ def count_before_delete(flows: Iterable[FlowRecord], ledger_path: Path) -> None:
     ledger = FileLedger(ledger_path)
     for flow in deleting:
         for f in C.list_landing(flow.landing):
-            ledger.note_landing(flow.name, f.path, f.size, f.modification_time)
+            ledger.note_landing(flow.name, f.path, f.size, f.modification_time, flow.record_counter)
     ledger.save()
 
 

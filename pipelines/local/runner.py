@@ -313,6 +313,7 @@ class _Update:
                 batch_before=max(C.committed_batches(checkpoint), default=-1) if checkpoint else -1,
                 clean_source=adapter.LOCAL_GRAPH.clean_sources.get(flow.name, (None, None))[0],
                 archive_dir=adapter.LOCAL_GRAPH.clean_sources.get(flow.name, (None, None))[1],
+                record_counter=adapter.LOCAL_GRAPH.record_counters.get(flow.name),
             ))
         self.record.flows = flows
         self.flow_records = {f.name: f for f in flows}

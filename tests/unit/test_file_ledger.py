@@ -145,7 +145,7 @@ def test_a_line_holding_an_array_of_objects_counts_a_row_per_object_as_sparks_re
 def test_databricks_counts_the_rows_of_a_file_as_the_local_count(spark, tmp_path):
     """The reconciliation count on Databricks (`read_files` text lines, LINE_RECORDS_SQL) agrees with
     the local one on every case, arrays of objects included."""
-    from pipelines.adapter import LINE_RECORDS_SQL
+    from pipelines.formats.json import LINE_RECORDS_SQL
 
     cases = {**CASES, "arrays": b'[{"a":1},{"a":2}]\n \xef\xbb\xbf[{"a":3}] x\n[1]\n[]\n[{"a":\n{"a":4}\n'}
     for name, data in cases.items():

@@ -1,0 +1,77 @@
+"""JSON landing files: JSON lines (one record per line, the default) or, with `multi_line: true`,
+one JSON document per file (an object, or an array of objects), as Spark's JSON reader with
+`multiLine` reads them. Rescue semantics: `pipelines.rescue`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+from pipelines.formats import FileFormat, PathKey
+from pipelines.formats.files import metadata_columns, text_stream
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from pipelines.config import TableSpec
+
+LINES = "json:lines"
+DOCUMENT = "json:document"
+
+# Rows one landing line (`value`, from the text reader) makes, as `file_ledger.count_content_lines`
+# counts them locally: none for a line of spaces and tabs, one per object for a line holding a JSON
+# array of objects (Spark's JSON reader makes a row of each), else one.
+_LINE_ARRAY = "from_json(regexp_replace(value, '^[ \\t]*\\uFEFF?[ \\t]*', ''), 'ARRAY<STRING>')"
+LINE_RECORDS_SQL = (
+    "CASE WHEN NOT value RLIKE '[^ \\t]' THEN 0 "
+    "WHEN NOT value RLIKE '^[ \\t]*\\uFEFF?[ \\t]*\\\\[' THEN 1 "
+    f"WHEN size({_LINE_ARRAY}) > 0 AND forall({_LINE_ARRAY}, x -> ltrim(x) LIKE '{{%') THEN size({_LINE_ARRAY}) "
+    "ELSE 1 END"
+)
+
+
+def reader_options(table: "TableSpec") -> dict[str, str]:
+    return {"multiLine": "true"} if table.multi_line else {}
+
+
+def read_local(spark: "SparkSession", table: "TableSpec", path: str, options: Mapping[str, str]) -> "DataFrame":
+    from pipelines.config import SOURCE_FILE, SOURCE_FILE_MTIME
+    from pipelines.rescue import rescue_json_lines
+
+    if table.multi_line:
+        from pipelines.formats.json_document import read_documents
+
+        return read_documents(spark, table, path, options)
+    lines = text_stream(spark, path, options).select("value", *metadata_columns())
+    return rescue_json_lines(lines, table.columns, line="value", file_path=SOURCE_FILE,
+                             passthrough=(SOURCE_FILE, SOURCE_FILE_MTIME))
+
+
+def counter(table: "TableSpec") -> str:
+    return DOCUMENT if table.multi_line else LINES
+
+
+def records_sql(table: "TableSpec", folder: str, path_key: PathKey) -> str:
+    if table.multi_line:
+        from pipelines.formats.json_document import DOCUMENT_RECORDS_SQL
+
+        return (f"SELECT {path_key('_metadata.file_path')} AS path_key, {DOCUMENT_RECORDS_SQL} AS n "
+                f"FROM read_files({folder}, format => 'text', wholetext => 'true', ignoreCorruptFiles => 'true')")
+    return (f"SELECT {path_key('_metadata.file_path')} AS path_key, {LINE_RECORDS_SQL} AS n "
+            f"FROM read_files({folder}, format => 'text', ignoreCorruptFiles => 'true')")
+
+
+def _count_lines(path):  # type: ignore[no-untyped-def]
+    from pipelines.local.file_ledger import count_content_lines
+
+    return count_content_lines(path)
+
+
+def _count_documents(path):  # type: ignore[no-untyped-def]
+    from pipelines.formats.json_document import count_document_records
+
+    return count_document_records(path)
+
+
+COUNTERS = {LINES: _count_lines, DOCUMENT: _count_documents}
+
+FORMAT = FileFormat("json", reader_options, read_local, counter, records_sql)
