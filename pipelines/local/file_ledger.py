@@ -53,6 +53,19 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
+def read_whole(path: str | Path) -> bytes | None:
+    """The file's bytes, gzip and bzip2 decompressed; None when it cannot be read whole (an incomplete
+    upload) or is compressed with a codec this does not read."""
+    p = Path(path)
+    if re.search(r"\.(deflate|lz4|snappy|zst|zstd|br)$", p.name.lower()):
+        return None
+    try:
+        with _open(p) as stream:
+            return stream.read()
+    except (OSError, EOFError, ValueError):
+        return None
+
+
 def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
     while True:
         chunk = stream.read(_CHUNK)
