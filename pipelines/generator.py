@@ -2,8 +2,8 @@
 
 Good rows come from dbldatagen (seeded, typed from the table's schema, with optional per-column
 settings from conf/generator.yml); the generator then turns a seeded share of them into the kinds of
-bad input file ingestion meets, and writes JSON-lines files batch by batch, as files arriving over
-time. The manifest (`<landing root>/_manifest.json`) records per file how many lines of each kind it
+bad input file ingestion meets, and writes files batch by batch in the table's format (JSON lines, or
+CSV), as files arriving over time. The manifest (`<landing root>/_manifest.json`) records per file how many lines of each kind it
 holds; tests use it as the truth.
 
 Kinds of line:
@@ -12,6 +12,8 @@ Kinds of line:
 - type_mismatch   a typed column holds a value of the wrong type: rescued, the column is NULL
 - unknown_field   an extra field the schema does not know (drift): rescued
 - case_variant    a schema column spelled in another case: rescued, the column is NULL
+In CSV, drift and case variants are a file's header, not a row's: such rows come in a file of their own
+whose header has the extra column or the other spelling; a malformed CSV row is a field short.
 Plus empty files, and optionally an incomplete upload: a gzip file cut short, which fails the read
 until the producer re-delivers it whole (`redeliver`).
 """
@@ -219,6 +221,118 @@ def corrupt(record: Mapping[str, Any], kind: str, table: TableSpec, rnd: random.
     raise ValueError(kind)
 
 
+@dataclass(frozen=True)
+class LandingFile:
+    """One file to write: its name, bytes, and per record its kind and the column it makes NULL."""
+
+    name: str
+    data: bytes
+    rows: list[tuple[str, str | None]]
+    last_part: bool = False  # the batch's last regular part (the one an incomplete upload cuts)
+
+
+def landing_files(table: TableSpec, batch: int, kinds: list[tuple[str, dict[str, Any]]], rnd: random.Random,
+                  parts: int) -> list[LandingFile]:
+    """The batch's files of one table in its format."""
+    if table.format == "csv":
+        return csv_files(table, batch, kinds, rnd, parts)
+    if table.format != "json" or table.multi_line:
+        raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {
+            "reason": f"table '{table.name}': the generator writes JSON lines and CSV; "
+                      f"format {table.format}{' with multi_line' if table.multi_line else ''} is not generated yet"})
+    lines = []
+    for kind, record in kinds:
+        if kind == "good":
+            lines.append(("good", _line(record), None))
+        else:
+            text, column = corrupt(record, kind, table, rnd)
+            lines.append((kind, text, column))
+    files = []
+    for part in range(parts):
+        part_lines = lines[part::parts]
+        files.append(LandingFile(f"{table.name}-b{batch:04d}-{part:02d}.json",
+                                 "".join(line + "\n" for _, line, _ in part_lines).encode(),
+                                 [(kind, column) for kind, _, column in part_lines], last_part=part == parts - 1))
+    return files
+
+
+def _csv_text(value: Any, table: TableSpec) -> str:
+    """A value as a CSV field: empty for NULL, ISO dates and times, quoted when it holds a delimiter,
+    a quote or an escape character."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, date):
+        return value.isoformat()
+    text = str(value)
+    if any(c in text for c in (table.delimiter, table.quote, table.escape, "\n", "\r")) or text != text.strip():
+        inner = text.replace(table.escape, table.escape * 2).replace(table.quote, table.escape + table.quote)
+        return f"{table.quote}{inner}{table.quote}"
+    return text
+
+
+def csv_files(table: TableSpec, batch: int, kinds: list[tuple[str, dict[str, Any]]], rnd: random.Random,
+              parts: int) -> list[LandingFile]:
+    """CSV files of one batch. Rows that fit the header of the schema (good, type mismatches,
+    malformed rows: a field short) are spread over `parts` files; rows of drift come in a file whose
+    header has an extra column, rows of a case variant in a file whose header spells a column in
+    another case (drift and case are a file's header in CSV, not a row's)."""
+    names = list(table.column_names)
+    typed = [c.name for c in table.columns if c.data_type.upper() in _NON_STRING or c.data_type.startswith("DECIMAL")]
+
+    def row(values: list[str]) -> str:
+        return table.delimiter.join(values)
+
+    def fields(record: Mapping[str, Any]) -> list[str]:
+        return [_csv_text(record[n], table) for n in names]
+
+    regular: list[tuple[str, str, str | None]] = []
+    drift: list[tuple[str, str | None]] = []
+    variant: list[tuple[str, str | None]] = []
+    extra = rnd.choice(_DRIFT_FIELDS)
+    varied = rnd.choice([n for n in names if _case_variant(n) != n])
+    drift_lines, variant_lines = [], []
+    for kind, record in kinds:
+        values = fields(record)
+        if kind == "type_mismatch":
+            column = rnd.choice(typed)
+            values[names.index(column)] = rnd.choice(["n/a", "unknown", "#VALUE!", "--"])
+            regular.append((kind, row(values), column))
+        elif kind == "malformed":
+            regular.append((kind, row(values[:-1]), None))
+        elif kind == "unknown_field":
+            drift_lines.append(row(values + [rnd.choice(["A1", "web", "7", "true"])]))
+            drift.append((kind, None))
+        elif kind == "case_variant":
+            variant_lines.append(row(values))
+            variant.append((kind, varied))
+        else:
+            regular.append((kind, row(values), None))
+    base = f"{table.name}-b{batch:04d}"
+    header = row(names) if table.header else None
+    files = []
+    for part in range(parts):
+        part_rows = regular[part::parts]
+        lines = ([header] if header else []) + [text for _, text, _ in part_rows]
+        files.append(LandingFile(f"{base}-{part:02d}.csv", "".join(f"{x}\n" for x in lines).encode(),
+                                 [(kind, column) for kind, _, column in part_rows], last_part=part == parts - 1))
+    if not table.header:
+        # without a header, drift and case cannot be told from the rows: they are written as good rows
+        return files + ([LandingFile(f"{base}-more.csv", "".join(f"{x[:x.rfind(table.delimiter)]}\n" for x in drift_lines).encode()
+                                     + "".join(f"{x}\n" for x in variant_lines).encode(),
+                                     [("good", None)] * (len(drift) + len(variant)))] if drift or variant else [])
+    if drift:
+        lines = [row(names + [extra])] + drift_lines
+        files.append(LandingFile(f"{base}-drift.csv", "".join(f"{x}\n" for x in lines).encode(), drift))
+    if variant:
+        lines = [row([_case_variant(n) if n == varied else n for n in names])] + variant_lines
+        files.append(LandingFile(f"{base}-variant.csv", "".join(f"{x}\n" for x in lines).encode(), variant))
+    return files
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Writes under a hidden name, then renames: the file source never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,7 +370,7 @@ def generate_batch(
         records = good_rows(spark, table, rows, seed + batch * 101 + t_index, (column_settings or {}).get(table.name))
         shares = (("malformed", mix.malformed), ("type_mismatch", mix.type_mismatch),
                   ("unknown_field", mix.unknown_field), ("case_variant", mix.case_variant))
-        lines: list[tuple[str, str, str | None]] = []
+        kinds: list[tuple[str, dict[str, Any]]] = []
         for record in records:
             roll, kind = rnd.random(), "good"
             for name, share in shares:
@@ -264,35 +378,29 @@ def generate_batch(
                     kind = name
                     break
                 roll -= share
-            if kind == "good":
-                lines.append(("good", _line(record), None))
-            else:
-                text, column = corrupt(record, kind, table, rnd)
-                lines.append((kind, text, column))
+            kinds.append((kind, record))
         folder = Path(table.landing_path(str(landing_root)))
-        parts = [lines[i::files_per_batch] for i in range(files_per_batch)]
-        for part, part_lines in enumerate(parts):
-            gz = table.name in incomplete and part == len(parts) - 1
-            name = f"{table.name}-b{batch:04d}-{part:02d}.json" + (".gz" if gz else "")
+        for file in landing_files(table, batch, kinds, rnd, files_per_batch):
+            gz = table.name in incomplete and file.last_part
+            name = file.name + (".gz" if gz else "")
             path = folder / name
-            text = "".join(line + "\n" for _, line, _ in part_lines).encode()
             counts = {k: 0 for k in KINDS}
             nulled: dict[str, int] = {}
-            for kind, _, column in part_lines:
+            for kind, column in file.rows:
                 counts[kind] += 1
                 if column:
                     nulled[column] = nulled.get(column, 0) + 1
-            data = text
-            record = FileRecord(table.name, str(path), batch, counts, nulled, len(text))
+            data = file.data
+            record = FileRecord(table.name, str(path), batch, counts, nulled, len(data))
             if gz:
-                whole = gzip.compress(text, mtime=0)
+                whole = gzip.compress(data, mtime=0)
                 _atomic_write(landing_root / REDELIVERY_DIR / name, whole)
                 data = whole[: len(whole) // 2]
                 record.complete, record.compression, record.bytes = False, "gzip", len(data)
             _atomic_write(path, data)
             written.append(record)
         if rnd.random() < mix.empty_file:
-            path = folder / f"{table.name}-b{batch:04d}-empty.json"
+            path = folder / f"{table.name}-b{batch:04d}-empty.{table.format}"
             _atomic_write(path, b"")
             written.append(FileRecord(table.name, str(path), batch, {k: 0 for k in KINDS}, {}, 0))
     manifest.files.extend(r.as_dict() for r in written)

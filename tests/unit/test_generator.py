@@ -74,3 +74,30 @@ def test_batches_files_manifest_and_redelivery(spark, tmp_path: Path):
     assert len(gzip.decompress(Path(cut.path).read_bytes()).decode().splitlines()) == sum(cut.lines.values())
     assert all(f["complete"] for f in Manifest.load(tmp_path).files)
     assert set(json.loads((tmp_path / "_manifest.json").read_text())["files"][0]["lines"]) == set(KINDS)
+
+
+def test_csv_batches_hold_what_the_manifest_says_by_sparks_reader(spark, tmp_path: Path):
+    """CSV files: every row the manifest counts is a row of Spark's CSV reader; malformed rows are the
+    ones Spark's reader (read as text) marks for their field count; drift and case variants come in
+    files whose header differs from the schema, the rest in files whose header is the schema."""
+    from pipelines.config import parse_table
+
+    table = parse_table("t.yml", 0, {"name": "payments", "format": "csv", "landing": "payments", "schema": {
+        "payment_id": "BIGINT", "paid_at": "TIMESTAMP", "amount": "DECIMAL(10,2)", "method": "STRING",
+        "settled": "BOOLEAN"}})
+    mix = Mix(malformed=0.1, type_mismatch=0.1, unknown_field=0.1, case_variant=0.1, empty_file=0.0)
+    written = generate_batch(spark, TablesConfig("t.yml", (table,)), tmp_path, rows=200, seed=3, mix=mix)
+    names = ",".join(table.column_names)
+    for f in written:
+        header = Path(f.path).read_text().splitlines()[0]
+        # all text, one column per header name: Spark's reader marks a row only for its field count
+        as_text = ", ".join(f"`f{i}` STRING" for i in range(len(header.split(","))))
+        rows = spark.read.option("header", "true").schema(f"{as_text}, _corrupt_record STRING").csv(f.path).collect()
+        assert len(rows) == sum(f.lines.values()), f.path
+        assert sum(r["_corrupt_record"] is not None for r in rows) == f.lines["malformed"]
+        assert (header != names) == bool(f.lines["unknown_field"] or f.lines["case_variant"])
+        if f.lines["type_mismatch"]:
+            typed = spark.read.option("header", "true").schema(f"{table.schema_ddl}, _corrupt_record STRING").csv(f.path)
+            assert sum(r["_corrupt_record"] is not None for r in typed.collect()) == f.lines["malformed"] + f.lines["type_mismatch"]
+    totals = Manifest.load(tmp_path).totals("payments")
+    assert all(totals[k] > 0 for k in KINDS)
