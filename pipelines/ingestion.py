@@ -67,7 +67,7 @@ def bronze_query(source: DataFrame) -> DataFrame:
 
 
 def quarantine_query(bronze: DataFrame, table: str) -> DataFrame:
-    """Sink rows: bronze rows whose line was not a JSON object, with table, file and content hash."""
+    """Sink rows: bronze rows whose record was malformed (`_corrupt_record`), with table, file and content hash."""
     return bronze.where(F.col(CORRUPT_RECORD).isNotNull()).select(
         F.lit(table).alias("source_table"),
         F.col(CORRUPT_RECORD),

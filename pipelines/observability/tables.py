@@ -537,8 +537,9 @@ LANDING_FILES = _table(
         ("first_commit_time", "TIMESTAMP", "The file's earliest commit over every checkpoint the flow had "
                                            "(on Databricks: commit_time, see file_latency)"),
         ("state", "STRING", "committed, discovered, pending, or not_in_file_state (only bronze knows it)"),
-        ("lines", "BIGINT", "Lines with content in the file (a line holding a JSON array of objects: one per object), "
-                  "counted without Spark's JSON reader (NULL: not counted)"),
+        ("lines", "BIGINT", "Records in the file as its format counts them (JSON lines: lines with content, an array "
+                  "of objects one per object; CSV: less the header; a JSON document: its objects; Parquet: its "
+                  "rows), counted without the ingest's reader (NULL: not counted)"),
         ("committed_size", "BIGINT", "Size of the file as the stream took it"),
         ("committed_modification_time", "TIMESTAMP", "Modification time of the file as the stream took it"),
         ("modified_after_ingest", "BOOLEAN", "Size or modification time changed after the stream took the file "
@@ -1219,17 +1220,20 @@ GROUP BY source_table, day
 
 RECONCILIATION = _table(
     "reconciliation",
-    "One row per landing file: lines with content in the file (counted by the file state, without Spark's JSON "
-    "reader) against the rows bronze holds from it. Bronze is the truth for 'landed': every line with content "
-    "becomes exactly one bronze row, a line that is not a JSON object included (it keeps its text in "
-    "_corrupt_record, and is also copied to corrupt_records_sink, so quarantined lines are a part of the bronze "
+    "One row per landing file: the records in the file as its format counts them (JSON lines: lines with "
+    "content; CSV: lines with content less the header; a JSON document: its objects; Parquet: its rows), counted "
+    "by the file state without the ingest's reader, against the rows bronze holds from it. Bronze is the truth "
+    "for 'landed': every record becomes exactly one bronze row, a malformed one included (it keeps its text in "
+    "_corrupt_record, and is also copied to corrupt_records_sink, so quarantined records are a part of the bronze "
     "rows, not an addition). difference = lines - bronze_rows; a file changed after it was ingested is flagged "
     "(Auto Loader with cloudFiles.allowOverwrites=false does not read it again, nor does the local engine).",
     [
         ("table_name", "STRING", "Bronze table the file feeds"),
         ("path", "STRING", "File path"),
         ("state", "STRING", "File state: committed, discovered, pending or not_in_file_state"),
-        ("lines", "BIGINT", "Lines with content in the file, a JSON array of objects one per object (NULL: not counted)"),
+        ("lines", "BIGINT", "Records in the file as its format counts them: lines with content (a JSON array of "
+                            "objects one per object; CSV less the header), a document's objects, Parquet rows "
+                            "(NULL: not counted)"),
         ("bronze_rows", "BIGINT", "Bronze rows from the file (corrupt lines included)"),
         ("corrupt_rows", "BIGINT", "Of those, rows with _corrupt_record"),
         ("quarantined_rows", "BIGINT", "Lines of the file in corrupt_records_sink (first deliveries only)"),

@@ -82,8 +82,33 @@ def local_path(uri: str) -> str:
     return uri.replace("file://", "").replace("file:", "")
 
 
+def project_tables(home: Path, only: tuple[str, ...], edit: Any = None) -> tuple[Path, tuple[str, str]]:
+    """A copy of the project's conf/tables.yml in `home` with only the tables named `only` (in the
+    file's text, so comments stay), passed through `edit`; and the `--set` arguments that use it."""
+    head, *entries = (PROJECT_ROOT / "conf" / "tables.yml").read_text().split("\n  - name: ")
+    kept = [e for e in entries if e.split("\n", 1)[0].strip() in only]
+    assert len(kept) == len(only), only
+    text = "\n  - name: ".join([head, *kept]).rstrip() + "\n"
+    path = home / "tables.yml"
+    path.write_text(edit(text) if edit else text)
+    return path, ("--set", f"lakewatch.tables_config={path}")
+
+
+def malformed_csv_lines(text: str) -> list[str]:
+    """Lines of a CSV file (with a header, the generator's quoting) whose field count differs from the
+    header's, by Python's csv module."""
+    import csv
+
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    width = len(next(csv.reader([lines[0]], escapechar="\\", doublequote=False)))
+    return [line for line in lines[1:] if len(next(csv.reader([line], escapechar="\\", doublequote=False))) != width]
+
+
 def corrupt_lines_on_disk(manifest: dict, table: str, batches: set[int] | None = None) -> Counter:
-    """(file, sha256) of every landing line that is not a JSON object, read straight from disk."""
+    """(file, sha256) of every landing record that is malformed, read straight from disk: a JSON line
+    that is not a JSON object; a CSV line whose field count is not its header's."""
     import gzip
 
     found: Counter = Counter()
@@ -92,6 +117,10 @@ def corrupt_lines_on_disk(manifest: dict, table: str, batches: set[int] | None =
             continue
         data = Path(f["path"]).read_bytes()
         text = gzip.decompress(data).decode() if f["path"].endswith(".gz") else data.decode()
+        if f["path"].removesuffix(".gz").endswith(".csv"):
+            for line in malformed_csv_lines(text):
+                found[(f["path"], hashlib.sha256(line.encode()).hexdigest())] += 1
+            continue
         for line in text.splitlines():
             if not line.strip():
                 continue

@@ -24,7 +24,7 @@ from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables
 
 pytestmark = pytest.mark.integration
 
-BRONZE = ("orders_bronze", "customers_bronze")
+BRONZE = ("orders_bronze", "customers_bronze", "payments_bronze")  # payments: CSV
 # Observability tables the demo has nothing for (why: test_every_observability_table_is_filled_but_...)
 EMPTY_IN_DEMO = ("anomalies", "bronze_duplicates")
 ARTIFACTS = PROJECT_ROOT / "tests" / "artifacts"
@@ -169,7 +169,7 @@ def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home,
     cli.run("alerts", "--fail-on-trigger", expect=1)
 
 
-@pytest.mark.parametrize("table", ["orders", "customers"])
+@pytest.mark.parametrize("table", ["orders", "customers", "payments"])
 def test_each_clean_row_is_counted_once_per_expectation_per_day(tables, table):
     """The clean table's expectations count each row in the update that brought it, never again."""
     arrived = tables.table(f"{table}_bronze").where("_corrupt_record IS NULL").count()

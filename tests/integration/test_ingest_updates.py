@@ -22,7 +22,7 @@ from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, corrupt_li
 
 pytestmark = pytest.mark.integration
 
-TABLES = {"orders": "order_id", "customers": "customer_id"}  # table -> column of its drop rule
+TABLES = {"orders": "order_id", "customers": "customer_id", "payments": "payment_id"}  # table -> column of its drop rule (payments: CSV)
 MIX = Mix(malformed=0.06, type_mismatch=0.05, unknown_field=0.05, case_variant=0.04, empty_file=0.5)
 UPDATE_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_ingest': (?P<state>[A-Z]+)", re.M)
 

@@ -24,7 +24,7 @@ import pytest
 
 from pipelines.config import load_tables
 from pipelines.generator import Mix, generate_batch, load_column_settings
-from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env, local_path
+from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env, local_path, project_tables
 
 pytestmark = pytest.mark.integration
 
@@ -96,14 +96,12 @@ def checkpoint_batches(home: Path, table: str) -> tuple[dict[int, float], dict[i
 def interrupted(spark, tmp_path_factory) -> Interrupted:
     home = tmp_path_factory.mktemp("interrupted_home")
     cli = Cli(home)
-    config = (PROJECT_ROOT / "conf" / "tables.yml").read_text().replace(
+    tables_file, conf = project_tables(home, tuple(TABLES), lambda config: config.replace(
         "    format: json\n", "    format: json\n    max_files_per_trigger: 1\n").replace(
         "    landing: customers\n",
-        f"    landing: customers\n    clean_source: move\n    clean_source_move_destination: {ARCHIVE}\n")
+        f"    landing: customers\n    clean_source: move\n    clean_source_move_destination: {ARCHIVE}\n"))
+    config = tables_file.read_text()
     assert config.count("max_files_per_trigger") == len(TABLES) and config.count("clean_source: move") == 1
-    tables_file = home / "tables.yml"
-    tables_file.write_text(config)
-    conf = ("--set", f"lakewatch.tables_config={tables_file}")
     def arrive(rows: int, files: int) -> list:
         return generate_batch(
             spark, load_tables(tables_file), home / "landing", rows=rows, seed=5,
@@ -132,7 +130,7 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
     for record in arrive(150, LATE_FILES_PER_TABLE):
         late.setdefault(record.table, set()).add(record.path)
     rerun = cli.run("run", *conf)
-    cli.run("run", "lakewatch_observability")
+    cli.run("run", "lakewatch_observability", *conf)
     return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import Cli, LocalTables
+from tests.integration.helpers import Cli, LocalTables, project_tables
 
 pytestmark = pytest.mark.integration
 
@@ -42,10 +42,11 @@ class Trust:
     latency: dict[str, dict[str, float]] = field(default_factory=dict)  # step -> path -> seconds
     updates: list[str] = field(default_factory=list)
     appended: str = ""
+    conf: tuple[str, ...] = ()  # the --set of the tables file the module runs with
 
 
 def snapshot(cli: Cli, trust: Trust, step: str) -> None:
-    cli.run("run", "lakewatch_observability")
+    cli.run("run", "lakewatch_observability", *trust.conf)
     trust.alerts[step] = {a["alert"]: a["state"] for a in json.loads(cli.run("alerts", "--json").stdout)}
     trust.latency[step] = {r["path"]: r["latency_seconds"] for r in trust.tables.table("file_latency").collect()}
 
@@ -56,9 +57,10 @@ def trust(spark, tmp_path_factory) -> Trust:
     cli = Cli(home)
     landing = home / "landing"
     t = Trust(LocalTables(spark, home))
+    _, t.conf = project_tables(home, ("orders", "customers"))  # JSON lines only: CSV has tests of its own
 
     def update(*args: str) -> None:
-        out = cli.run("run", *args).stdout
+        out = cli.run("run", *args, *t.conf).stdout
         t.updates.append(UPDATE_LINE.search(out)["id"])
 
     for batch in (0, 1):
