@@ -22,11 +22,11 @@ from pipelines.config import load_tables
 from pipelines.generator import Mix, generate_batch, load_column_settings
 from pipelines.local import jars
 from pipelines.local.session import DELTA_CONF, TEST_TUNING
-from tests.integration.helpers import PROJECT_ROOT, Cli, local_path
+from tests.integration.helpers import PROJECT_ROOT, Cli, local_path, malformed_csv_lines
 
 pytestmark = pytest.mark.integration
 
-TABLES = ("orders", "customers")
+TABLES = ("orders", "customers", "payments")  # payments: CSV with a header line
 
 
 def free_port() -> int:
@@ -77,9 +77,23 @@ def connect_server(tmp_path_factory):
         server.kill()
 
 
-def lines_on_disk(path: str) -> list[str]:
+def text_on_disk(path: str) -> str:
     data = Path(path).read_bytes()
-    return [l for l in (gzip.decompress(data) if path.endswith(".gz") else data).decode().splitlines() if l.strip()]
+    return (gzip.decompress(data) if path.endswith(".gz") else data).decode()
+
+
+def lines_on_disk(path: str) -> list[str]:
+    return [l for l in text_on_disk(path).splitlines() if l.strip()]
+
+
+def records_on_disk(path: str) -> int:
+    """Records of a landing file: its lines with content, less a CSV file's header."""
+    lines = lines_on_disk(path)
+    return max(len(lines) - 1, 0) if ".csv" in path else len(lines)
+
+
+def landing_files(home: Path, table: str) -> list[Path]:
+    return [p for p in (home / "landing" / table).rglob("*") if p.is_file() and not p.name.startswith(".")]
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +108,8 @@ def remote_run(spark, connect_server, tmp_path_factory):
                        mix=Mix(malformed=0.05, type_mismatch=0.05, unknown_field=0.05, case_variant=0.03, empty_file=0.0))
         outputs.append(cli.run("--remote", connect_server["url"], "run").stdout)
     counts = json.loads(cli.run("--remote", connect_server["url"], "query", "--json",
-                                "SELECT 'orders' AS t, _source_file AS f, count(*) AS n FROM lakewatch.orders_bronze GROUP BY ALL "
-                                "UNION ALL SELECT 'customers', _source_file, count(*) FROM lakewatch.customers_bronze GROUP BY ALL").stdout)
+                                " UNION ALL ".join(f"SELECT '{t}' AS t, _source_file AS f, count(*) AS n "
+                                                   f"FROM lakewatch.{t}_bronze GROUP BY ALL" for t in TABLES)).stdout)
     return {"home": home, "outputs": outputs, "bronze": counts, **connect_server}
 
 
@@ -107,8 +121,8 @@ def test_both_updates_complete_on_the_remote_server_without_a_local_engine(remot
 
 @pytest.mark.parametrize("table", TABLES)
 def test_every_landing_line_is_in_bronze_once(remote_run, table):
-    files = [str(p) for p in (remote_run["home"] / "landing" / table).rglob("*.json*")]
-    expected = Counter({f: len(lines_on_disk(f)) for f in files})
+    files = [str(p) for p in landing_files(remote_run["home"], table)]
+    expected = Counter({f: records_on_disk(f) for f in files})
     actual = Counter({local_path(r["f"]): r["n"] for r in remote_run["bronze"] if r["t"] == table})
     assert +expected == actual and sum(actual.values()) > 0
 
@@ -118,7 +132,11 @@ def test_every_corrupt_line_is_quarantined_once_and_the_event_log_agrees(spark, 
     actual = Counter((r["source_table"], local_path(r["_source_file"]), r["_record_hash"]) for r in sink.collect())
     expected: Counter = Counter()
     for table in TABLES:
-        for f in (remote_run["home"] / "landing" / table).rglob("*.json*"):
+        for f in landing_files(remote_run["home"], table):
+            if ".csv" in f.name:
+                for line in malformed_csv_lines(text_on_disk(str(f))):
+                    expected[(table, str(f), hashlib.sha256(line.encode()).hexdigest())] += 1
+                continue
             for line in lines_on_disk(str(f)):
                 try:
                     ok = isinstance(json.loads(line), dict)
