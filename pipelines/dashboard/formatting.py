@@ -81,10 +81,6 @@ def to_epoch(value: Any) -> float:
     raise TypeError(f"not a date or time: {value!r}")
 
 
-def from_epoch(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
-
-
 def is_temporal(value: Any) -> bool:
     return isinstance(value, (date, datetime))
 
@@ -125,45 +121,6 @@ def format_value(value: Any, fmt: NumberFormat | None = None) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}: {format_value(v)}" for k, v in value.items())
     return str(value)
-
-
-NICE_STEPS = (1, 2, 2.5, 5, 10)
-TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
-              86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 91 * 86400, 182 * 86400, 365 * 86400)
-
-
-def nice_ticks(low: float, high: float, count: int = 5, integer: bool = False) -> list[float]:
-    """Round tick values covering [low, high] (about `count` of them); whole steps for counts."""
-    if high == low:
-        high = low + (abs(low) or 1)
-    raw = (high - low) / max(count - 1, 1)
-    if integer:
-        raw = max(raw, 1.0)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(s * magnitude for s in NICE_STEPS if s * magnitude >= raw and (not integer or s * magnitude == int(s * magnitude)))
-    start = math.floor(low / step) * step
-    ticks = []
-    t = start
-    while t < high + step * 0.999:
-        ticks.append(round(t, 12))
-        t += step
-        if len(ticks) > 50:
-            break
-    return ticks
-
-
-def time_ticks(low: float, high: float, count: int = 6, dates_only: bool = False) -> tuple[list[float], float]:
-    """Tick positions (epoch seconds) on round times between low and high, and the step used."""
-    span = max(high - low, 1.0)
-    steps = [s for s in TIME_STEPS if not dates_only or s >= 86400]
-    step = next((s for s in steps if span / s <= count), steps[-1])
-    first = math.ceil(low / step) * step
-    ticks = []
-    t = first
-    while t <= high + 1e-6:
-        ticks.append(float(t))
-        t += step
-    return ticks or [low], float(step)
 
 
 def truncate(text: str, limit: int) -> str:

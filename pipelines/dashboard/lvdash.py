@@ -107,6 +107,7 @@ class Widget:
     bar_layout: str = "stack"  # stack | group | stack-100
     palette: tuple[str, ...] = PALETTE
     color_mappings: Mapping[str, str] = field(default_factory=dict)  # series value -> hex color
+    labels: bool = False  # `encodings.label.show`: values printed on the marks
 
     def channel(self, name: str) -> tuple[Encoding, ...]:
         return tuple(e for e in self.encodings if e.channel == name)
@@ -250,6 +251,7 @@ def _layout_item(raw: Any, page_where: str, columns: int, datasets: Mapping[str,
         title=str(frame.get("title") or "") if frame.get("showTitle", True) else "",
         description=str(frame.get("description") or "") if frame.get("showDescription", False) else "",
         query=query, encodings=encodings, bar_layout=layout, palette=palette, color_mappings=mappings,
+        labels=((spec.get("encodings") or {}).get("label") or {}).get("show") is True,
     )
 
 

@@ -3,9 +3,10 @@
 Every data widget's query runs with the given SparkSession (classic or Spark Connect); the caller has
 already made the observability schema current (`USE <catalog>.<schema>`), just as the bundle's
 `dataset_catalog`/`dataset_schema` do on Databricks. The page has inline CSS and inline SVG only: no
-network, no script. Pages become sections on the page's grid (the dashboard's own positions), and
-each widget element carries `data-widget` (its name) and `data-rows` (rows its query returned), so
-a test can check that every widget shows data.
+network, no script (each chart is a Vega-Lite specification drawn to SVG beforehand, `vegalite.py`).
+Pages become sections on the page's grid (the dashboard's own positions), and each widget element
+carries `data-widget` (its name) and `data-rows` (rows its query returned), so a test can check
+that every widget shows data.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipelines.dashboard.charts import Chart, bar_chart, line_chart
 from pipelines.dashboard.formatting import MISSING, format_number, format_value, is_number, is_temporal, truncate
 from pipelines.dashboard.lvdash import GRID_COLUMNS, Dashboard, NumberFormat, Page, Widget, load_dashboard
 from pipelines.dashboard.query import WidgetResult, run_widget
+from pipelines.dashboard.vegalite import chart_svg
 
 PAGE_WIDTH = 1360  # px of the widget grid
 GAP = 16  # px between grid cells
@@ -152,30 +153,7 @@ def _body(widget: Widget, result: WidgetResult, width: int, height: int) -> str:
         return counter_html(widget, result)
     if widget.kind == "table":
         return table_html(widget, result)
-    chart_height = height - 20
-    draw = line_chart if widget.kind == "line" else bar_chart
-    probe = draw(result, width, max(chart_height, 120))
-    legend_rows = _legend_rows(probe, width)
-    if legend_rows:
-        probe = draw(result, width, max(chart_height - 22 * legend_rows, 120))
-    return chart_html(probe)
-
-
-def _legend_rows(chart: Chart, width: int) -> int:
-    if not chart.legend:
-        return 0
-    used = sum(len(label) * 7 + 30 for label, _ in chart.legend) + len(chart.legend_title) * 7
-    return max(1, -(-used // max(width, 1)))
-
-
-def chart_html(chart: Chart) -> str:
-    legend = ""
-    if chart.legend:
-        items = "".join(f'<span class="key"><i style="background:{c}"></i>{html.escape(label)}</span>' for label, c in chart.legend)
-        head = f'<span class="legend-title">{html.escape(chart.legend_title)}</span>' if chart.legend_title else ""
-        legend = f'<div class="legend">{head}{items}</div>'
-    value_title = f'<div class="value-title">{html.escape(chart.value_title)}</div>' if chart.value_title else ""
-    return f'{value_title}{legend}<div class="plot">{chart.svg}</div>'
+    return f'<div class="plot">{chart_svg(result, width, max(height, 120))}</div>'
 
 
 def counter_html(widget: Widget, result: WidgetResult) -> str:
@@ -291,18 +269,8 @@ h2 { font-size: 19px; margin: 26px 0 10px; padding-bottom: 6px; border-bottom: 2
 .counter-value { font-size: 40px; font-weight: 650; line-height: 1.1; margin-top: auto; margin-bottom: auto; font-variant-numeric: tabular-nums; }
 .counter-value.missing { color: var(--muted); }
 .counter-target { color: var(--muted); font-size: 12px; }
-.value-title { color: var(--muted); font-size: 11px; margin-bottom: 2px; }
-.legend { display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; margin-bottom: 4px; }
-.legend-title { color: var(--muted); }
-.legend .key { display: inline-flex; align-items: center; gap: 5px; white-space: nowrap; }
-.legend .key i { width: 10px; height: 10px; border-radius: 2px; display: inline-block; }
 .plot { flex: 1; min-height: 0; }
 svg.chart { width: 100%%; height: 100%%; display: block; }
-svg text { font: 11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fill: #44505c; }
-svg text.value { fill: var(--fg); font-weight: 600; }
-svg text.axis-title { fill: var(--muted); }
-svg line.grid { stroke: #edf0f2; }
-svg line.axis { stroke: #9aa5b1; }
 .table-wrap { flex: 1; overflow: auto; min-height: 0; border-top: 1px solid var(--line); }
 table { border-collapse: collapse; width: 100%%; font-size: 12.5px; }
 th { position: sticky; top: 0; background: #f8fafb; text-align: left; font-weight: 600; padding: 5px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
