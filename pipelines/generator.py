@@ -2,8 +2,8 @@
 
 Good rows come from dbldatagen (seeded, typed from the table's schema, with optional per-column
 settings from conf/generator.yml); the generator then turns a seeded share of them into the kinds of
-bad input file ingestion meets, and writes files batch by batch in the table's format (JSON lines, or
-CSV), as files arriving over time. The manifest (`<landing root>/_manifest.json`) records per file how many lines of each kind it
+bad input file ingestion meets, and writes files batch by batch in the table's format (JSON lines, JSON
+documents, CSV or Parquet), as files arriving over time. The manifest (`<landing root>/_manifest.json`) records per file how many lines of each kind it
 holds; tests use it as the truth.
 
 Kinds of line:
@@ -13,7 +13,9 @@ Kinds of line:
 - unknown_field   an extra field the schema does not know (drift): rescued
 - case_variant    a schema column spelled in another case: rescued, the column is NULL
 In CSV, drift and case variants are a file's header, not a row's: such rows come in a file of their own
-whose header has the extra column or the other spelling; a malformed CSV row is a field short.
+whose header has the extra column or the other spelling; a malformed CSV row is a field short. In
+Parquet every bad kind is a file's schema (a text column, an extra column, another spelling) and there
+are no malformed records. A malformed JSON document is a file of its own, cut short.
 Plus empty files, and optionally an incomplete upload: a gzip file cut short, which fails the read
 until the producer re-delivers it whole (`redeliver`).
 """
@@ -236,10 +238,10 @@ def landing_files(table: TableSpec, batch: int, kinds: list[tuple[str, dict[str,
     """The batch's files of one table in its format."""
     if table.format == "csv":
         return csv_files(table, batch, kinds, rnd, parts)
-    if table.format != "json" or table.multi_line:
-        raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {
-            "reason": f"table '{table.name}': the generator writes JSON lines and CSV; "
-                      f"format {table.format}{' with multi_line' if table.multi_line else ''} is not generated yet"})
+    if table.format == "parquet":
+        return parquet_files(table, batch, kinds, rnd, parts)
+    if table.multi_line:
+        return json_document_files(table, batch, kinds, rnd, parts)
     lines = []
     for kind, record in kinds:
         if kind == "good":
@@ -253,6 +255,118 @@ def landing_files(table: TableSpec, batch: int, kinds: list[tuple[str, dict[str,
         files.append(LandingFile(f"{table.name}-b{batch:04d}-{part:02d}.json",
                                  "".join(line + "\n" for _, line, _ in part_lines).encode(),
                                  [(kind, column) for kind, _, column in part_lines], last_part=part == parts - 1))
+    return files
+
+
+def json_document_files(table: TableSpec, batch: int, kinds: list[tuple[str, dict[str, Any]]],
+                        rnd: random.Random, parts: int) -> list[LandingFile]:
+    """JSON documents (`multi_line`): each part is one pretty-printed array of its records (type
+    mismatches, drift and case variants are records of it); a malformed record would make its whole
+    document corrupt, so each comes alone in a file of its own, a document cut short."""
+    regular: list[tuple[str, Any, str | None]] = []
+    files = []
+    for kind, record in kinds:
+        if kind == "malformed":
+            text = json.dumps({k: _json_value(v) for k, v in record.items()}, indent=2)
+            cut = text[: rnd.randint(1, max(1, len(text) - 2))].rstrip("}")
+            files.append(LandingFile(f"{table.name}-b{batch:04d}-cut{len(files):03d}.json", cut.encode(),
+                                     [("malformed", None)]))
+        elif kind == "good":
+            regular.append((kind, {k: _json_value(v) for k, v in record.items()}, None))
+        else:
+            text, column = corrupt(record, kind, table, rnd)
+            regular.append((kind, json.loads(text), column))
+    for part in range(parts):
+        part_rows = regular[part::parts]
+        data = json.dumps([value for _, value, _ in part_rows], indent=2).encode() + b"\n"
+        files.append(LandingFile(f"{table.name}-b{batch:04d}-{part:02d}.json", data,
+                                 [(kind, column) for kind, _, column in part_rows], last_part=part == parts - 1))
+    return files
+
+
+_ARROW_TYPES = {"BIGINT": "int64", "INT": "int32", "SMALLINT": "int16", "TINYINT": "int8", "DOUBLE": "float64",
+                "FLOAT": "float32", "BOOLEAN": "bool_", "STRING": "string", "DATE": "date32"}
+
+
+def _arrow_type(data_type: str) -> Any:
+    import pyarrow as pa
+
+    t = data_type.upper()
+    if t in _ARROW_TYPES:
+        return getattr(pa, _ARROW_TYPES[t])()
+    if t.startswith("DECIMAL("):
+        precision, scale = (int(x) for x in t[len("DECIMAL("):-1].split(","))
+        return pa.decimal128(precision, scale)
+    if t == "TIMESTAMP":
+        return pa.timestamp("us", tz="UTC")
+    if t == "TIMESTAMP_NTZ":
+        return pa.timestamp("us")
+    raise LakewatchError("GENERATOR_INVALID_ARGUMENT", {
+        "reason": f"the generator writes Parquet columns of simple types, not {data_type}"})
+
+
+def _arrow_value(value: Any, data_type: str) -> Any:
+    from decimal import Decimal
+
+    if value is None:
+        return None
+    if data_type.upper().startswith("DECIMAL("):
+        scale = int(data_type[:-1].split(",")[1])
+        return Decimal(str(round(float(value), scale)))
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def _parquet_bytes(columns: list[tuple[str, Any, list[Any]]]) -> bytes:
+    """A Parquet file of (name, arrow type, values) columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: pa.array(values, type=arrow_type) for name, arrow_type, values in columns})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def parquet_files(table: TableSpec, batch: int, kinds: list[tuple[str, dict[str, Any]]], rnd: random.Random,
+                  parts: int) -> list[LandingFile]:
+    """Parquet files of one batch. A Parquet file has one schema, so bad kinds are files: rows of a
+    type mismatch come in a file where one typed column is text, rows of drift in a file with an extra
+    column, rows of a case variant in a file that spells a column in another case. Parquet has no
+    malformed records: those rows are written as good ones (and counted good)."""
+    import pyarrow as pa
+
+    names = list(table.column_names)
+    types = {c.name: c.data_type for c in table.columns}
+    typed = [c.name for c in table.columns if c.data_type.upper() != "STRING"]
+    groups: dict[str, list[dict[str, Any]]] = {"good": [], "type_mismatch": [], "unknown_field": [], "case_variant": []}
+    for kind, record in kinds:
+        groups["good" if kind == "malformed" else kind].append(record)
+
+    def columns(records: list[dict[str, Any]]) -> list[tuple[str, Any, list[Any]]]:
+        return [(n, _arrow_type(types[n]), [_arrow_value(r[n], types[n]) for r in records]) for n in names]
+
+    base = f"{table.name}-b{batch:04d}"
+    files = []
+    for part in range(parts):
+        rows = groups["good"][part::parts]
+        files.append(LandingFile(f"{base}-{part:02d}.parquet", _parquet_bytes(columns(rows)),
+                                 [("good", None)] * len(rows), last_part=part == parts - 1))
+    if groups["type_mismatch"] and typed:
+        rows, column = groups["type_mismatch"], rnd.choice(typed)
+        cols = [(n, pa.string(), [rnd.choice(["n/a", "unknown", "#VALUE!", "--"]) for _ in rows]) if n == column else c
+                for n, c in zip(names, columns(rows))]
+        files.append(LandingFile(f"{base}-mismatch.parquet", _parquet_bytes(cols), [("type_mismatch", column)] * len(rows)))
+    if groups["unknown_field"]:
+        rows, extra = groups["unknown_field"], rnd.choice(_DRIFT_FIELDS)
+        cols = columns(rows) + [(extra, pa.string(), [rnd.choice(["A1", "web", "7"]) for _ in rows])]
+        files.append(LandingFile(f"{base}-drift.parquet", _parquet_bytes(cols), [("unknown_field", None)] * len(rows)))
+    if groups["case_variant"]:
+        rows = groups["case_variant"]
+        varied = rnd.choice([n for n in names if _case_variant(n) != n])
+        cols = [(_case_variant(n) if n == varied else n, t, v) for n, t, v in columns(rows)]
+        files.append(LandingFile(f"{base}-variant.parquet", _parquet_bytes(cols), [("case_variant", varied)] * len(rows)))
     return files
 
 
@@ -401,8 +515,11 @@ def generate_batch(
             written.append(record)
         if rnd.random() < mix.empty_file:
             path = folder / f"{table.name}-b{batch:04d}-empty.{table.format}"
-            _atomic_write(path, b"")
-            written.append(FileRecord(table.name, str(path), batch, {k: 0 for k in KINDS}, {}, 0))
+            # an empty Parquet file is one without rows (zero bytes is not Parquet)
+            empty = (_parquet_bytes([(c.name, _arrow_type(c.data_type), []) for c in table.columns])
+                     if table.format == "parquet" else b"")
+            _atomic_write(path, empty)
+            written.append(FileRecord(table.name, str(path), batch, {k: 0 for k in KINDS}, {}, len(empty)))
     manifest.files.extend(r.as_dict() for r in written)
     manifest.save()
     return written

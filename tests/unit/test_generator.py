@@ -101,3 +101,53 @@ def test_csv_batches_hold_what_the_manifest_says_by_sparks_reader(spark, tmp_pat
             assert sum(r["_corrupt_record"] is not None for r in typed.collect()) == f.lines["malformed"] + f.lines["type_mismatch"]
     totals = Manifest.load(tmp_path).totals("payments")
     assert all(totals[k] > 0 for k in KINDS)
+
+
+def _mixed(table, spark, tmp_path: Path):
+    mix = Mix(malformed=0.1, type_mismatch=0.1, unknown_field=0.1, case_variant=0.1, empty_file=1.0)
+    return generate_batch(spark, TablesConfig("t.yml", (table,)), tmp_path, rows=120, seed=4, mix=mix)
+
+
+def test_json_document_batches_hold_what_the_manifest_says_by_sparks_reader(spark, tmp_path: Path):
+    """multi_line: Spark's JSON reader (multiLine, PERMISSIVE) makes the manifest's records of each
+    file, and a corrupt record of each malformed one."""
+    from pipelines.config import parse_table
+
+    table = parse_table("t.yml", 0, {"name": "events", "format": "json", "multi_line": True, "landing": "events",
+                                     "schema": {"id": "BIGINT", "kind": "STRING", "at": "TIMESTAMP"}})
+    written = _mixed(table, spark, tmp_path)
+    as_text = ", ".join(f"`{c}` STRING" for c in table.column_names)  # a STRING column takes any JSON value
+    for f in written:
+        rows = (spark.read.option("multiLine", "true").schema(f"{as_text}, _corrupt_record STRING")
+                .json(f.path).collect())
+        assert len(rows) == sum(f.lines.values()), f.path
+        assert sum(r["_corrupt_record"] is not None for r in rows) == f.lines["malformed"], f.path
+    totals = Manifest.load(tmp_path).totals("events")
+    assert all(totals[k] > 0 for k in KINDS)
+
+
+def test_parquet_batches_hold_what_the_manifest_says_by_sparks_reader(spark, tmp_path: Path):
+    """Parquet: Spark's parquet reader counts the manifest's rows per file; a type mismatch is a file
+    whose nulled column is text, drift a file with a column more, a case variant a file that spells
+    the nulled column otherwise; the empty file has no rows."""
+    from pipelines.config import parse_table
+
+    schema = {"id": "BIGINT", "amount": "DECIMAL(10,2)", "at": "TIMESTAMP", "day": "DATE", "ok": "BOOLEAN", "note": "STRING"}
+    table = parse_table("t.yml", 0, {"name": "refunds", "format": "parquet", "landing": "refunds", "schema": schema})
+    written = _mixed(table, spark, tmp_path)
+    declared = {n: t.lower() for n, t in schema.items()}
+    for f in written:
+        df = spark.read.parquet(f.path)
+        assert df.count() == sum(f.lines.values()), f.path
+        found = {field.name: field.dataType.simpleString() for field in df.schema.fields}
+        if f.lines["type_mismatch"]:
+            [column] = f.nulled_columns
+            assert found[column] == "string" != declared[column]
+        elif f.lines["unknown_field"]:
+            assert set(found) - set(declared) and set(declared) <= set(found)
+        elif f.lines["case_variant"]:
+            [column] = f.nulled_columns
+            assert column not in found and column.lower() in {n.lower() for n in found}
+        else:
+            assert found == declared, f.path
+    assert Manifest.load(tmp_path).totals("refunds")["malformed"] == 0
