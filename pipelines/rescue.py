@@ -245,7 +245,8 @@ def rescue_json_lines(
     )
     # The slow way, only for lines that are not plain.
     # Keys as Jackson reads them; where json_object_keys refused the line (NaN), the pattern's keys
-    # decoded by Spark's parser, trusted if they are all the keys the MAP parse saw.
+    # decoded by Spark's parser, trusted if they are all the keys the MAP parse saw (each
+    # occurrence: the MAP keeps a repeated key's every value).
     found = checked.select(
         "*",
         F.when(~plain, F.regexp_extract_all(body, F.lit(MEMBERS), 2)).alias(f"{_P}found"),
@@ -257,7 +258,7 @@ def rescue_json_lines(
     keys = F.coalesce(keys, found_keys)
     exact = F.coalesce(
         (F.size(F.col(f"{_P}found")) == F.size(keys))
-        & (F.col(f"{_P}keys").isNotNull() | (F.size(F.array_distinct(found_keys)) == F.size(compact))),
+        & (F.col(f"{_P}keys").isNotNull() | (F.size(found_keys) == F.size(compact))),
         F.lit(False),
     )
     slow = found.select(

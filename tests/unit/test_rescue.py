@@ -185,6 +185,9 @@ HOSTILE = [
     members(("note", '"a"'), ("note", '{"b": 1.50}')),
     members(("point", '{"x": 1}'), ("point", '{"x": "bad"}')),
     members(("tags", "[1]"), ("tags", "[2]")),
+    # duplicate keys in a line json_object_keys refuses (NaN, Infinity): the pattern's keys, each occurrence
+    members(("z", "1"), ("z", "NaN")), members(("id", "[null]"), ("id", "null"), ("id", '{"y": -Infinity}')),
+    members(("tags", "[1]"), ("tags", "[NaN]")), members(("n", "NaN"), ("n", "3")),
     # white space and control characters
     "", "\t \t", "\x0b", "\x0c", " \x0b ", "\x0c" + record(),
     # top-level arrays and bare values
