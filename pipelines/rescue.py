@@ -1,10 +1,15 @@
-"""Auto Loader's `rescue` semantics for JSON lines, as plain Spark expressions.
+"""Auto Loader's `rescue` semantics for JSON lines (and JSON documents), as plain Spark expressions.
 
 Open-source Spark ignores `rescuedDataColumn`, so the local engine reads each line as text and
 derives the typed columns, `_rescued_data` and `_corrupt_record` itself. Spark's own JSON reader
 (the parser Auto Loader builds on) is the reference; tests/unit/test_rescue.py compares with it
 line by line, and with Python's `json` module for "nothing lost".
 
+- Layouts. `LINES` (the default): a row per line, where JSON white space is space and tab.
+  `DOCUMENTS`: a row per file holding one JSON document (`format: json` with `multi_line`,
+  pipelines/formats/json_document.py), where CR and LF are white space too and a byte-order mark
+  followed by a line end is skipped; all else below holds for both, a document taking a line's place
+  (tests/unit/test_format_json_document.py compares documents with Spark's `multiLine` reader).
 - Records. A line of JSON white space (space, tab) is no record. One UTF-8 byte-order mark at the
   start of a line is skipped, as Spark's reader does. A top-level array of objects is one record
   per object, each typed and rescued as if it were a line of its own (Spark's reader does the
@@ -44,12 +49,15 @@ are not UTF-8 is one corrupt record on both sides, its raw bytes in `_corrupt_re
 
 Cost: every line is parsed twice (typed, and its keys). Only lines with something to rescue, a
 duplicate key, or a STRING column holding a non-string value take the slow way: a regular
-expression finds each top-level value's exact text and each value is converted alone. No UDFs, no
-actions, no `.columns`: it runs on streaming DataFrames inside pipeline query functions.
+expression finds each top-level value's exact text and each value is converted alone. A row holding
+an array is split after its objects are found, and only their texts pass the split: a document of
+n objects costs in proportion to its size, not n times it. No UDFs, no actions, no `.columns`: it
+runs on streaming DataFrames inside pipeline query functions.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -61,11 +69,9 @@ from pipelines.config import Column as SchemaColumn
 _P = "__rescue_"  # prefix of intermediate columns
 _OPTIONS = {"columnNameOfCorruptRecord": CORRUPT_RECORD}
 
-# One top-level member value of a JSON object, with Jackson's grammar as Spark configures it
-# (single-quoted strings and NaN/Infinity allowed). Possessive quantifiers only: linear time.
-_WS = "[ \\t]*+"
+# JSON values with Jackson's grammar as Spark configures it (single-quoted strings and NaN/Infinity
+# allowed). Possessive quantifiers only: linear time.
 _STRING = r'''"(?:[^"\\]++|\\.)*+"|'(?:[^'\\]++|\\.)*+\''''
-_SCALAR = r'''[^"'{}\[\],: \t]++'''
 _NESTING = 24
 
 
@@ -77,9 +83,38 @@ def _bracketed(depth: int) -> str:
     return group
 
 
-MEMBERS = f"\\G{_WS}[{{,]{_WS}({_STRING}){_WS}:{_WS}((?:{_STRING}|{_bracketed(_NESTING)}|{_SCALAR}))"
-# One element of a top-level JSON array (its objects are the records of the line).
-ELEMENTS = f"\\G{_WS}[\\[,]{_WS}({_STRING}|{_bracketed(_NESTING)}|{_SCALAR})"
+@dataclass(frozen=True)
+class Layout:
+    """The regular expressions for one layout of the rows to rescue, which sets JSON's white space
+    between tokens: within a line (space, tab) or within a whole document (also CR and LF)."""
+
+    bom: str  # one leading byte-order mark, which Jackson skips when something follows it
+    blank: str  # a row that is no record: white space only
+    array: str  # a row holding a top-level array
+    members: str  # one top-level member of an object: (key, value) texts
+    elements: str  # one element of a top-level array (its objects are the row's records): its text
+
+
+def _layout(white_space: str, any_char: str, end: str) -> Layout:
+    """The patterns for the white-space class body `white_space`; `any_char` and `end` are the
+    regex's any character and end of text. LINES keeps `.` and `$` as before; but Java's `$` also
+    ends before a last U+2028 or U+0085, so a line of one (and spaces) is dropped where Spark's
+    reader makes a corrupt record (not changed here; DOCUMENTS uses `\\z`)."""
+    ws = f"[{white_space}]*+"
+    scalar = f'''[^"'{{}}\\[\\],:{white_space}]++'''
+    value = f"{_STRING}|{_bracketed(_NESTING)}|{scalar}"
+    return Layout(
+        bom=f"^\ufeff(?={any_char})",
+        blank=f"^{ws}{end}",
+        array=f"^{ws}\\[",
+        members=f"\\G{ws}[{{,]{ws}({_STRING}){ws}:{ws}((?:{value}))",
+        elements=f"\\G{ws}[\\[,]{ws}({value})",
+    )
+
+
+LINES = _layout(" \\t", any_char=".", end="$")  # JSON lines: a row per line
+DOCUMENTS = _layout(" \\t\\r\\n", any_char="(?s:.)", end="\\z")  # a row per file: one JSON document
+
 # A STRING column's value as from_json renders it may not be the exact text of the JSON value:
 # objects, arrays, numbers, NaN/Infinity (rendered quoted). A string that looks so is harmless.
 _MAY_DIFFER = r'^(?:[\[{"]|-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?$)'
@@ -113,7 +148,7 @@ def _alone(text: Column, data_type: str) -> Column:
 
 def _entries(body: Column, keys: Column, found: Column, columns: Sequence[SchemaColumn]) -> Column:
     """ARRAY<STRUCT<key, value, is_null, fits, c0, c1, ...>> of an object's top-level members in
-    line order, from `found` (their exact JSON texts, see MEMBERS): `value` is the rescue
+    line order, from `found` (their exact JSON texts, see `Layout.members`): `value` is the rescue
     text (a string's content, else the exact text), `fits` whether the value converts to its
     column's type, `c<k>` the converted value of column k.
     """
@@ -146,7 +181,7 @@ def _entries(body: Column, keys: Column, found: Column, columns: Sequence[Schema
 
 
 def _compact_entries(body: Column, keys: Column, compact: Column) -> Column:
-    """The fallback of `_entries` for a line MEMBERS cannot follow (nesting deeper than
+    """The fallback of `_entries` for a line `Layout.members` cannot follow (nesting deeper than
     `_NESTING`) or `json_object_keys` refuses (NaN): Jackson's text of each distinct key's last
     value, from `compact` (the line as MAP<STRING,STRING>, parsed here if NULL)."""
     compact = F.coalesce(compact, F.from_json(body, "MAP<STRING,STRING>"))
@@ -163,11 +198,11 @@ def _reader_occurrence(entries: Column, name: str) -> Column:
     return F.aggregate(marked, F.lit(-1), lambda acc, i: F.coalesce(i, acc))
 
 
-def _array_objects(body: Column) -> Column:
+def _array_objects(body: Column, layout: Layout) -> Column:
     """The exact texts of the objects of a top-level JSON array of objects (Jackson's compact text
-    where ELEMENTS cannot follow them), NULL if `body` is not such an array or the array is empty."""
+    where `Layout.elements` cannot follow them), NULL if `body` is not such an array or the array is empty."""
     parsed = F.from_json(body, "ARRAY<STRING>")
-    found = F.regexp_extract_all(body, F.lit(ELEMENTS), 1)
+    found = F.regexp_extract_all(body, F.lit(layout.elements), 1)
     objects = F.forall(parsed, lambda e: F.coalesce(e.startswith("{"), F.lit(False)))
     return F.when((F.size(parsed) > 0) & objects, F.when(F.size(found) == F.size(parsed), found).otherwise(parsed))
 
@@ -190,30 +225,35 @@ def rescue_json_lines(
     line: str = "value",
     file_path: str = "_source_file",
     passthrough: Sequence[str] = (),
+    layout: Layout = LINES,
 ) -> DataFrame:
     """Typed columns, `_rescued_data`, `_corrupt_record`, then the `passthrough` columns.
 
-    `df` has one raw line per row in column `line`; lines of JSON white space are dropped (not
+    `df` has one raw line per row in column `line` (with `layout=DOCUMENTS`, one whole JSON
+    document, where CR and LF are white space too); rows of JSON white space are dropped (not
     records). Separate projections compute each shared expression once per line.
     """
     keep = [F.col(c) for c in dict.fromkeys([file_path, *passthrough])]
     raw = F.col(line)
     # Spark's reader hands Jackson bytes, which skips one UTF-8 byte-order mark (4 bytes or more).
-    body = F.regexp_replace(raw, "^\ufeff(?=.)", "")
-    text = df.where(~body.rlike(f"^{_WS}$")).select(
-        raw.alias(f"{_P}raw"), body.alias(f"{_P}body"), *keep
-    )
-    raw, body = F.col(f"{_P}raw"), F.col(f"{_P}body")
-    # A line holding an array of objects is one record per object, as in Spark's reader. Any other
-    # line (an object, or an array that is empty or holds anything but objects) stays one row.
+    body = F.regexp_replace(raw, layout.bom, "")
     # Bytes that are not UTF-8 make the line corrupt, as Jackson refuses them in Spark's reader
     # (string functions would read them as U+FFFD): the raw bytes stay in `_corrupt_record`.
-    utf8 = F.is_valid_utf8(raw)
-    lines = text.select(
-        raw.alias(f"{_P}raw"), *keep,
-        F.explode_outer(F.when(utf8 & body.rlike(f"^{_WS}\\["), _array_objects(body))).alias(f"{_P}element"),
-        body.alias(f"{_P}line"), utf8.alias(f"{_P}utf8"),
-    ).select(raw, F.coalesce(F.col(f"{_P}element"), F.col(f"{_P}line")).alias(f"{_P}body"), f"{_P}utf8", *keep)
+    text = df.where(~body.rlike(layout.blank)).select(
+        raw.alias(f"{_P}raw"), body.alias(f"{_P}body"), F.is_valid_utf8(raw).alias(f"{_P}utf8"), *keep
+    )
+    raw, body, utf8 = F.col(f"{_P}raw"), F.col(f"{_P}body"), F.col(f"{_P}utf8")
+    # A line holding an array of objects is one record per object, as in Spark's reader. Any other
+    # line (an object, or an array that is empty or holds anything but objects) stays one row.
+    # The raw text goes into the generator only, and only for a row that is not split: carried past
+    # it, a document of n objects would be copied n times. (An object of an array that parsed is
+    # never corrupt; were one, its own text would be its `_corrupt_record`.)
+    objects = F.when(utf8 & body.rlike(layout.array), _array_objects(body, layout))
+    records = F.coalesce(
+        F.transform(objects, lambda o: F.struct(o.alias(f"{_P}body"), F.lit(None).cast("string").alias(f"{_P}raw"))),
+        F.array(F.struct(body.alias(f"{_P}body"), raw.alias(f"{_P}raw"))),
+    )
+    lines = text.select(*keep, utf8, F.inline(records))
 
     declared = F.array(*[F.lit(c.name) for c in columns])
     parsed = lines.select(
@@ -230,7 +270,7 @@ def rescue_json_lines(
         "*", F.when(suspicious, F.from_json(body, "MAP<STRING,STRING>")).alias(f"{_P}map"),
     )
     compact = F.col(f"{_P}map")
-    corrupt = ~F.col(f"{_P}utf8") | body.rlike(f"^{_WS}\\[") | (suspicious & compact.isNull())
+    corrupt = ~F.col(f"{_P}utf8") | body.rlike(layout.array) | (suspicious & compact.isNull())
     string_may_differ = F.lit(False)
     for c in columns:
         if _is_string(c):
@@ -249,9 +289,9 @@ def rescue_json_lines(
     # occurrence: the MAP keeps a repeated key's every value).
     found = checked.select(
         "*",
-        F.when(~plain, F.regexp_extract_all(body, F.lit(MEMBERS), 2)).alias(f"{_P}found"),
+        F.when(~plain, F.regexp_extract_all(body, F.lit(layout.members), 2)).alias(f"{_P}found"),
         F.when(~plain & keys.isNull(), F.from_json(F.concat(
-            F.lit("["), F.array_join(F.regexp_extract_all(body, F.lit(MEMBERS), 1), ","), F.lit("]")),
+            F.lit("["), F.array_join(F.regexp_extract_all(body, F.lit(layout.members), 1), ","), F.lit("]")),
             "ARRAY<STRING>")).alias(f"{_P}found_keys"),
     )
     found_keys = F.col(f"{_P}found_keys")
@@ -291,6 +331,6 @@ def rescue_json_lines(
     return at.select(
         *[typed_column(k, c) for k, c in enumerate(columns)],
         F.when(~plain, rescued_json(fields, F.col(file_path))).alias(RESCUED_DATA),
-        F.when(corrupt, raw).alias(CORRUPT_RECORD),
+        F.when(corrupt, F.coalesce(raw, body)).alias(CORRUPT_RECORD),
         *[F.col(c) for c in passthrough],
     )
