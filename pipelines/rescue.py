@@ -97,9 +97,8 @@ class Layout:
 
 def _layout(white_space: str, any_char: str, end: str) -> Layout:
     """The patterns for the white-space class body `white_space`; `any_char` and `end` are the
-    regex's any character and end of text. LINES keeps `.` and `$` as before; but Java's `$` also
-    ends before a last U+2028 or U+0085, so a line of one (and spaces) is dropped where Spark's
-    reader makes a corrupt record (not changed here; DOCUMENTS uses `\\z`)."""
+    regex's any character and end of text: `(?s:.)` and `\\z`, since Java's `.` and `$` treat U+2028
+    and U+0085 as line ends (a line of one of them is a corrupt record in Spark's reader, not a blank)."""
     ws = f"[{white_space}]*+"
     scalar = f'''[^"'{{}}\\[\\],:{white_space}]++'''
     value = f"{_STRING}|{_bracketed(_NESTING)}|{scalar}"
@@ -112,7 +111,7 @@ def _layout(white_space: str, any_char: str, end: str) -> Layout:
     )
 
 
-LINES = _layout(" \\t", any_char=".", end="$")  # JSON lines: a row per line
+LINES = _layout(" \\t", any_char="(?s:.)", end="\\z")  # JSON lines: a row per line
 DOCUMENTS = _layout(" \\t\\r\\n", any_char="(?s:.)", end="\\z")  # a row per file: one JSON document
 
 # A STRING column's value as from_json renders it may not be the exact text of the JSON value:

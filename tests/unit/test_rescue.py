@@ -189,7 +189,7 @@ HOSTILE = [
     members(("z", "1"), ("z", "NaN")), members(("id", "[null]"), ("id", "null"), ("id", '{"y": -Infinity}')),
     members(("tags", "[1]"), ("tags", "[NaN]")), members(("n", "NaN"), ("n", "3")),
     # white space and control characters
-    "", "\t \t", "\x0b", "\x0c", " \x0b ", "\x0c" + record(),
+    "", "\t \t", "\x0b", "\x0c", " \x0b ", "\x0c" + record(), "\u2028", " \u0085 ", "\ufeff\u2028",
     # top-level arrays and bare values
     '[{"id": 7}, {"id": 8}]', "[]", "[1, 2]", ' [{"id": 1}]', "42", '"str"', "null", "true",
     '[{"id": 7}, 2]', '[{"id": 7}, null]', "[null]", "[{}]", '[{"id": 7}] trailing', '[{"id": 7},',
