@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pipelines import expectations as X
 from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TableSpec
 from pipelines.formats import file_format
+from pipelines.sqltypes import quote_string
 from pipelines.formats.files import metadata_columns
 
 ENGINE_KEY = "lakewatch.engine"
@@ -68,8 +69,9 @@ class Engine(Protocol):
         """Options of a Delta sink created with `dp.create_sink`; `schema_ddl` is its rows' schema."""
         ...
 
-    def register_file_source(self, flow: str, path: str) -> None:
-        """Notes that `flow` streams the files of `path` (the local runner measures its backlog)."""
+    def register_file_source(self, flow: str, path: str, counter: str) -> None:
+        """Notes that `flow` streams the files of `path` (the local runner measures its backlog) and how
+        their records are counted (`formats.count_records`)."""
         ...
 
     def table_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
@@ -203,7 +205,7 @@ class DatabricksEngine:
         schema = spark.conf.get(SCHEMA_KEY)
         return {"tableName": f"{catalog}.{schema}.{sink}"}
 
-    def register_file_source(self, flow: str, path: str) -> None:
+    def register_file_source(self, flow: str, path: str, counter: str) -> None:
         """Auto Loader reports backlog itself."""
 
     def table_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
@@ -220,9 +222,11 @@ class DatabricksEngine:
           refresh starts a new one, so the first commit of a file committed again is lost (file_latency
           leaves such a file's latency NULL instead of measuring a new one).
         - `batch_id`: not in the state (NULL).
-        - `lines` (lines with content, for reconciliation) is counted with Spark's text reader over the
-          table's landing folder (`read_files(..., format => 'text')`, grouped by `_metadata.file_path`;
-          `ignoreCorruptFiles` keeps an incomplete gzip from failing the refresh, its count is then partial).
+        - `lines` (the file's records, for reconciliation) is counted by the table's format over its landing
+          folder (`formats.<format>.records_sql`: `read_files` as text, whole text, or Parquet, grouped by
+          `_metadata.file_path`; `ignoreCorruptFiles` keeps an incomplete gzip from failing the refresh, its
+          count is then partial). A file of which `read_files` makes no row (an empty file, a Parquet file
+          without rows) has no count: NULL, `not_counted`.
           It needs the landing root in the observability pipeline's configuration (`lakewatch.landing_root`);
           without it `lines` is NULL (reconciliation says `not_counted`). It reads every landing file at
           each refresh: the cost grows with the landing folder.
@@ -245,7 +249,7 @@ class DatabricksEngine:
                 # records per file, as the local count makes them (formats.<format>.records_sql)
                 fmt = file_format(spec)
                 counted = " UNION ALL ".join(
-                    fmt.records_sql(spec, "'" + folder.replace("'", "''") + "'", path_key) for folder in folders
+                    fmt.records_sql(spec, quote_string(folder), path_key) for folder in folders
                 )
                 # a file cleanSource moved is counted where it is now (move_location)
                 lines = (
@@ -385,9 +389,7 @@ class LocalEngine:
             LOCAL_GRAPH.source_notes[table.name] = notes
         if table.clean_source in (CLEAN_DELETE, CLEAN_MOVE):
             LOCAL_GRAPH.clean_sources[table.bronze_name] = (table.clean_source, table.move_destination_path(root))
-        fmt = file_format(table)
-        LOCAL_GRAPH.record_counters[table.bronze_name] = fmt.counter(table)
-        return fmt.read_local(spark, table, path, options)
+        return file_format(table).read_local(spark, table, path, options)
 
     def sink_options(self, spark: SparkSession, sink: str, schema_ddl: str) -> dict[str, str]:
         root = spark.conf.get(SINK_ROOT_KEY)
@@ -395,8 +397,9 @@ class LocalEngine:
         LOCAL_GRAPH.sinks[sink] = LocalSink(sink, path, schema_ddl)
         return {"path": path}
 
-    def register_file_source(self, flow: str, path: str) -> None:
+    def register_file_source(self, flow: str, path: str, counter: str) -> None:
         LOCAL_GRAPH.file_sources[flow] = path
+        LOCAL_GRAPH.record_counters[flow] = counter
 
     def table_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
         """`properties` without `delta.enableRowTracking`.

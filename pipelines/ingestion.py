@@ -45,6 +45,7 @@ from pipelines.config import (
     TablesConfig,
     load_tables,
 )
+from pipelines.formats import file_format
 
 BRONZE_EXPECTATIONS: tuple[X.Expectation, ...] = (
     X.warn("no_rescued_data", f"{RESCUED_DATA} IS NULL"),
@@ -102,7 +103,7 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
     from pyspark import pipelines as dp
 
     path = table.landing_path(landing_root)
-    engine.register_file_source(table.bronze_name, path)
+    engine.register_file_source(table.bronze_name, path, file_format(table).counter(table))
 
     @dp.temporary_view(name=table.source_name, comment=f"Landing files of {table.name} ({table.format}) at {path}.")
     def source() -> DataFrame:

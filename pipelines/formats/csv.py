@@ -78,7 +78,8 @@ def field_pattern(table: "TableSpec") -> str:
     no quote closes it, to the end of the line. Any other field runs to the next delimiter."""
     d, q, e = (re.escape(c) for c in (table.delimiter, table.quote, table.escape))
     blanks = "".join(c for c in " \t" if c != table.delimiter).replace("\t", "\\t")
-    quoted = f"{q}(?:[^{q}{e}]|{e}.)*+(?:{q}[{blanks}]*+(?={d}|$)|{q}[^{d}]*+|{e}?$)"
+    # \z and (?s:.), not $ and .: Java's $ and . take U+2028, U+2029 and U+0085 for line ends
+    quoted = f"{q}(?:[^{q}{e}]|{e}(?s:.))*+(?:{q}[{blanks}]*+(?={d}|\\z)|{q}[^{d}]*+|{e}?\\z)"
     plain = f"[^{d}]*+"
     return f"\\G{d}({quoted}|{plain})"
 
@@ -173,7 +174,8 @@ def counter(table: "TableSpec") -> str:
 def records_sql_expression(header: bool, text: str = "value") -> str:
     """Records of a file from its whole text, as the local reader makes them (lines with content,
     less the header)."""
-    lines = f"filter(split({text}, '\\\\r\\\\n|\\\\r|\\\\n', -1), l -> l RLIKE '[^\\\\x00-\\\\x20]')"
+    lines = (f"filter(split(regexp_replace({text}, '^\\\\uFEFF', ''), '\\\\r\\\\n|\\\\r|\\\\n', -1), "
+             "l -> l RLIKE '[^\\\\x00-\\\\x20]')")
     return f"greatest(size({lines}) - 1, 0)" if header else f"size({lines})"
 
 

@@ -19,11 +19,13 @@ DOCUMENT = "json:document"
 
 # Rows one landing line (`value`, from the text reader) makes, as `file_ledger.count_content_lines`
 # counts them locally: none for a line of spaces and tabs, one per object for a line holding a JSON
-# array of objects (Spark's JSON reader makes a row of each), else one.
-_LINE_ARRAY = "from_json(regexp_replace(value, '^[ \\t]*\\uFEFF?[ \\t]*', ''), 'ARRAY<STRING>')"
+# array of objects (Spark's JSON reader makes a row of each), else one. A byte-order mark at the start
+# of a line is skipped when something follows it, as the reader skips it (and only there).
+_LINE_BODY = "regexp_replace(value, '^\\uFEFF(?=(?s:.))', '')"
+_LINE_ARRAY = f"from_json({_LINE_BODY}, 'ARRAY<STRING>')"
 LINE_RECORDS_SQL = (
-    "CASE WHEN NOT value RLIKE '[^ \\t]' THEN 0 "
-    "WHEN NOT value RLIKE '^[ \\t]*\\uFEFF?[ \\t]*\\\\[' THEN 1 "
+    f"CASE WHEN NOT {_LINE_BODY} RLIKE '[^ \\t]' THEN 0 "
+    f"WHEN NOT {_LINE_BODY} RLIKE '^[ \\t]*\\\\[' THEN 1 "
     f"WHEN size({_LINE_ARRAY}) > 0 AND forall({_LINE_ARRAY}, x -> ltrim(x) LIKE '{{%') THEN size({_LINE_ARRAY}) "
     "ELSE 1 END"
 )

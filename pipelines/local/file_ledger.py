@@ -78,12 +78,18 @@ _BOM = b"\xef\xbb\xbf"
 _DECODER = json.JSONDecoder()
 
 
+def _body(line: bytes) -> bytes:
+    """The line without the byte-order mark at its start, which Spark's reader skips when something
+    follows it."""
+    return line[len(_BOM):] if line.startswith(_BOM) and len(line) > len(_BOM) else line
+
+
 def _records(lines: list[bytes]) -> int:
-    """Rows the lines make: one each, but one per object for a line holding a JSON array of objects
-    (text after the array is ignored, as Spark's reader ignores it)."""
-    count = len(lines)
+    """Rows the lines make: none for a byte-order mark and blanks, one each, but one per object for a
+    line holding a JSON array of objects (text after the array is ignored, as Spark's reader ignores it)."""
+    count = sum(1 for line in lines if _body(line).strip(b" \t"))
     for line in lines:
-        text = line.strip(b" \t").removeprefix(_BOM)
+        text = _body(line).strip(b" \t")
         if not text.startswith(b"["):
             continue
         try:

@@ -130,7 +130,7 @@ def test_a_landing_outside_the_root_is_refused_before_the_engine(capsys, bundle_
 
 @pytest.mark.parametrize("command", ["run", "job"])
 def test_a_missing_landing_folder_is_refused_before_the_engine(capsys, bundle_copy, command):
-    bundle_copy.landing("orders")
+    bundle_copy.landing("orders", "payments")
     err = refused(capsys, bundle_copy, command)
     folder = bundle_copy.home / "landing" / "customers"
     assert f"[LANDING_FOLDER_NOT_FOUND] The ingest pipeline 'lakewatch_ingest' reads landing folders that do not exist: table 'customers': {folder}." in err
@@ -153,7 +153,7 @@ def test_a_landing_folder_set_on_the_command_line_is_the_one_checked(capsys, bun
 def test_an_unresolved_bundle_variable_is_refused_before_the_engine(capsys, bundle_copy, command, old, new, fix):
     bundle_copy.edit("resources/lakewatch_ingest.pipeline.yml", old, new)
     bundle_copy.edit("databricks.yml", "variables:\n", "variables:\n  landing_zone:\n    description: no default\n")
-    bundle_copy.landing("orders", "customers")
+    bundle_copy.landing("orders", "customers", "payments")
     err = refused(capsys, bundle_copy, command)
     assert "[BUNDLE_UNRESOLVED_REFERENCE]" in err and "lakewatch_ingest.configuration.lakewatch.landing_root" in err
     assert f"'{new}'" in err and fix in err
@@ -163,7 +163,7 @@ def test_valid_input_passes_the_checks_without_an_engine(bundle_copy):
     from pipelines.local.home import LocalHome
     from pipelines.local.preflight import check_job, check_update
 
-    bundle_copy.landing("orders", "customers")
+    bundle_copy.landing("orders", "customers", "payments")
     from pipelines.local import project as project_module
 
     project = project_module.LocalProject(home=LocalHome(bundle_copy.home))
@@ -181,7 +181,7 @@ def test_valid_input_passes_the_checks_without_an_engine(bundle_copy):
 ])
 def test_a_sql_task_that_cannot_run_is_refused_before_the_engine(capsys, bundle_copy, old, new, reason):
     bundle_copy.edit("resources/lakewatch.job.yml", old, new)
-    bundle_copy.landing("orders", "customers")
+    bundle_copy.landing("orders", "customers", "payments")
     err = refused(capsys, bundle_copy, "job")
     assert "[JOB_SQL_TASK_INVALID] Task 'archive_event_log' of job 'lakewatch_job' cannot run" in err
     assert reason in err

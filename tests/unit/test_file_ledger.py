@@ -134,7 +134,9 @@ def test_a_line_holding_an_array_of_objects_counts_a_row_per_object_as_sparks_re
     lakewatch keeps as one corrupt row: counted one more."""
     path = tmp_path / "arrays.json"
     path.write_bytes(b'[{"a":1},{"a":2}]\n  [{"a":3}] trailing\n[1,2]\n{"a":4}\n[{}]\n[{"a":\n'
-                     b'\xef\xbb\xbf[{"a":5},{"a":6},{"a":7}]\n[{"a":"\xff"}]\n')
+                     b'\xef\xbb\xbf[{"a":5},{"a":6},{"a":7}]\n[{"a":"\xff"}]\n'
+                     # a byte-order mark is skipped at the start of a line only, and only before something
+                     b'\xef\xbb\xbf [{"a":8},{"a":9}]\n \xef\xbb\xbf[{"a":10},{"a":11}]\n\xef\xbb\xbf \t\n')
     sparks_rows = spark.read.schema("a INT, _corrupt_record STRING").json(str(path)).count()
     assert count_content_lines(path) == sparks_rows
     with path.open("ab") as f:
@@ -147,7 +149,8 @@ def test_databricks_counts_the_rows_of_a_file_as_the_local_count(spark, tmp_path
     the local one on every case, arrays of objects included."""
     from pipelines.formats.json import LINE_RECORDS_SQL
 
-    cases = {**CASES, "arrays": b'[{"a":1},{"a":2}]\n \xef\xbb\xbf[{"a":3}] x\n[1]\n[]\n[{"a":\n{"a":4}\n'}
+    cases = {**CASES, "arrays": b'[{"a":1},{"a":2}]\n \xef\xbb\xbf[{"a":3}] x\n[1]\n[]\n[{"a":\n{"a":4}\n',
+             "marks": b'\xef\xbb\xbf [{"a":8},{"a":9}]\n \xef\xbb\xbf[{"a":10},{"a":11}]\n\xef\xbb\xbf \t\n\xef\xbb\xbf\n'}
     for name, data in cases.items():
         (tmp_path / f"{name}.json").write_bytes(data)
     rows = (spark.read.text(str(tmp_path)).selectExpr("input_file_name() AS f", f"{LINE_RECORDS_SQL} AS n")

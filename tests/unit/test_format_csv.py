@@ -164,7 +164,7 @@ def test_delimiter_quote_and_escape_are_spark_options(spark, tmp_path, options, 
     schema = {"id": "INT", "name": "STRING", "day": "DATE"}
     table = csv_table(schema=schema, **options)
     path = write(tmp_path, "o.csv", lines)
-    spark_options = {"sep": table.delimiter, "quote": table.quote, "escape": table.escape}
+    spark_options = file_format(table).reader_options(table)  # what Auto Loader gets on Databricks
     theirs = sparks(spark, path, table.schema_ddl, **spark_options)
     texts = sparks(spark, path, "id STRING, name STRING, day STRING", **spark_options)
     mine = ours(spark, table, path)
@@ -184,6 +184,7 @@ def test_record_counts_agree_with_sparks_reader(spark, tmp_path):
         "header_only.csv": write(tmp_path, "header_only.csv", [HEADER]),
         "blank.csv": write(tmp_path, "blank.csv", ["", "  ", ""]),
         "bom.csv": write(tmp_path, "bom.csv", [HEADER, "1,a,,,,"], bom=True),
+        "bom_blank.csv": write(tmp_path, "bom_blank.csv", ["", HEADER, "1,a,,,,"], bom=True),
     }
     table = csv_table()
     counter = file_format(table).counter(table)
@@ -223,7 +224,7 @@ def test_random_hostile_lines_split_as_sparks_reader_splits_them(spark, tmp_path
     import random
 
     rnd = random.Random(20261201)
-    alphabet = ["a", "1", ",", '"', "\\", " ", "x", "2"]
+    alphabet = ["a", "1", ",", '"', "\\", " ", "x", "2", "\u2028", "\u0085"]
     lines = ["a,b,c"] + ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 12))) for _ in range(1200)]
     path = write(tmp_path, "fuzz.csv", lines)
     table = csv_table(schema={"a": "INT", "b": "STRING", "c": "STRING"})

@@ -40,7 +40,7 @@ from pipelines.formats.json import DOCUMENT
 from pipelines.formats.json_document import DOCUMENT_RECORDS_SQL, count_document_records
 from pipelines.rescue import DOCUMENTS, rescue_json_lines
 from tests.unit.test_rescue import (HOSTILE, ORACLE_COLUMNS, Members, json_keys, json_values, lost, members,
-                                    python_members, same)
+                                    python_members, typed_values_differ)
 
 TABLE = TableSpec(name="docs", format="json", columns=ORACLE_COLUMNS, landing="docs", multi_line=True)
 GOOD = {"id": 1, "n": 2, "amount": 9.5, "ts": "2026-11-01T10:00:00Z", "note": "ok", "flag": True,
@@ -223,20 +223,6 @@ def corrupt_records_differ(f: File):
 def test_corrupt_records_are_those_of_sparks_reader(landing):
     found = problems(landing.files, corrupt_records_differ)
     assert not found, "\n" + found
-
-
-def typed_values_differ(f: File):
-    """Oracle (a): where Spark's reader parses every value, all typed columns equal its own; elsewhere
-    each value we type is its own (it may fill a complex column in part where we rescue it whole)."""
-    if len(f.ours) != len(f.reader):
-        return
-    for ours, theirs in zip(f.ours, f.reader):
-        if ours[CORRUPT_RECORD] is not None:
-            continue
-        everything_fits = theirs[CORRUPT_RECORD] is None
-        for c in ORACLE_COLUMNS:
-            if (everything_fits or ours[c.name] is not None) and not same(ours[c.name], theirs[c.name]):
-                yield f"{c.name}: ours {ours[c.name]!r}, Spark's reader {theirs[c.name]!r}"
 
 
 def test_typed_values_are_those_of_sparks_reader(landing):

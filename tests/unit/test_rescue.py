@@ -328,7 +328,8 @@ def test_oracle_corrupt_records_are_those_of_sparks_reader(oracle):
 
 def typed_values_differ(case: Case):
     """Oracle (a): where every field fits, all typed columns equal the reader's; elsewhere a typed
-    value that we give is the reader's (we may NULL a complex column the reader fills in part)."""
+    value that we give is the reader's (we may NULL a complex column the reader fills in part).
+    `case` is anything with `ours` and `reader` rows (test_format_json_document's files too)."""
     if len(case.ours) != len(case.reader):
         return
     for ours, theirs in zip(case.ours, case.reader):
