@@ -363,7 +363,22 @@ def check_paths(bundle: Bundle) -> list[Finding]:
             if path and "${" not in path and not (source.parent / path).is_file():
                 findings.append(Finding(f"{_rel(bundle.root, source)}: resources.{kind}.{key}.file_path",
                                         f"'{path}' does not exist"))
+            elif path and "${" not in path and kind == "dashboards":
+                findings += check_dashboard(bundle.root, source.parent / path)
     return findings
+
+
+def check_dashboard(root: Path, path: Path) -> list[Finding]:
+    """The `.lvdash.json` against lakewatch's typed Lakeview model (`dashboard.lvdash`, built on the
+    shapes of real exports): every page, dataset, widget, query, encoding and field the renderer and
+    Lakeview rely on; the finding names the widget or dataset at fault."""
+    from pipelines.dashboard.lvdash import DashboardError, load_dashboard
+
+    try:
+        load_dashboard(path)
+    except DashboardError as e:
+        return [Finding(f"{_rel(root, path)}: {e.where}", f"{e.reason} [DASHBOARD_INVALID]")]
+    return []
 
 
 def check_bundle(root: Path, targets: Iterable[str] | None = None) -> list[Finding]:

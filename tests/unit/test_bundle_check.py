@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -223,3 +224,21 @@ def test_required_inputs_per_target(project_root):
 ])
 def test_job_run_if(run_if, upstream, runs):
     assert _should_run(run_if, upstream) is runs
+
+
+def test_a_dashboard_widget_on_a_missing_dataset_is_named(copy):
+    """`lakewatch check` reads the dashboard with the typed Lakeview model: a widget whose query names a
+    dataset the dashboard lacks is reported with the widget's name."""
+    path = copy / "dashboards" / "lakewatch.lvdash.json"
+    data = json.loads(path.read_text())
+    widget = data["pages"][0]["layout"][1]["widget"]
+    widget["queries"][0]["query"]["datasetName"] = "no_such_dataset"
+    path.write_text(json.dumps(data))
+    found = [m for m in messages(copy) if "lakewatch.lvdash.json" in m]
+    assert len(found) == 1
+    assert f"widget '{widget['name']}'" in found[0] and "datasetName 'no_such_dataset' is not a dataset" in found[0]
+
+
+def test_a_dashboard_that_is_not_json_is_reported(copy):
+    (copy / "dashboards" / "lakewatch.lvdash.json").write_text("{not json")
+    assert any("lakewatch.lvdash.json" in m and "not valid JSON" in m for m in messages(copy))
