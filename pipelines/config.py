@@ -368,10 +368,11 @@ def parse_format_options(table: str, fmt: str, data: Mapping[str, Any]) -> dict[
         if data.get(key) is not None:
             options[key] = _single_character(table, key, data[key])
     chosen = {k: options.get(k, default) for k, default in (("delimiter", ","), ("quote", '"'), ("escape", "\\"))}
-    if len(set(chosen.values())) < 3:
+    if chosen["delimiter"] in (chosen["quote"], chosen["escape"]):
         raise ConfigError("CONFIG_CONFLICTING_OPTIONS", {
-            "table": table, "first": "delimiter, quote", "second": "escape",
-            "reason": f"they must be three different characters, found {chosen}"})
+            "table": table, "first": "delimiter", "second": "quote or escape",
+            "reason": f"the delimiter must differ from the quote and escape characters, found {chosen} (the "
+                      "escape may be the quote character, as RFC 4180 files double a quote: escape: '\"')"})
     return options
 
 

@@ -75,11 +75,16 @@ def field_pattern(table: "TableSpec") -> str:
     that opens with the quote character runs, delimiters included, to a quote followed by nothing but
     spaces or tabs before the next delimiter or the line's end (a quoted field), or to a quote
     followed by anything else and then on to the next delimiter (the text is kept as it is), or, when
-    no quote closes it, to the end of the line. Any other field runs to the next delimiter."""
+    no quote closes it, to the end of the line. Any other field runs to the next delimiter. Inside
+    quotes the escape character takes the next character; when the escape is the quote character
+    (RFC 4180's `""`), a doubled quote is one quote."""
     d, q, e = (re.escape(c) for c in (table.delimiter, table.quote, table.escape))
     blanks = "".join(c for c in " \t" if c != table.delimiter).replace("\t", "\\t")
     # \z and (?s:.), not $ and .: Java's $ and . take U+2028, U+2029 and U+0085 for line ends
-    quoted = f"{q}(?:[^{q}{e}]|{e}(?s:.))*+(?:{q}[{blanks}]*+(?={d}|\\z)|{q}[^{d}]*+|{e}?\\z)"
+    if table.escape == table.quote:
+        quoted = f"{q}(?:[^{q}]|{q}{q})*+(?:{q}[{blanks}]*+(?={d}|\\z)|{q}[^{d}]*+|\\z)"
+    else:
+        quoted = f"{q}(?:[^{q}{e}]|{e}(?s:.))*+(?:{q}[{blanks}]*+(?={d}|\\z)|{q}[^{d}]*+|{e}?\\z)"
     plain = f"[^{d}]*+"
     return f"\\G{d}({quoted}|{plain})"
 

@@ -273,3 +273,30 @@ def test_a_move_destination_holding_another_tables_landing_is_refused(tmp_path):
         "landing: orders", "landing: archive/refunds")
     error = error_of(tmp_path, with_options("clean_source: move\nclean_source_move_destination: archive\n") + second)
     assert "it holds the landing folder 'archive/refunds' of table 'refunds'" in str(error)
+
+
+def as_csv(options: str = "") -> str:
+    """The valid orders table as a CSV table with `options`."""
+    return with_options(options).replace("    format: json\n", "    format: csv\n", 1)
+
+
+def test_csv_options_load_with_spark_defaults_and_rfc_4180_escape(tmp_path):
+    orders = load_tables(write(tmp_path, as_csv())).table("orders")
+    assert (orders.format, orders.header, orders.delimiter, orders.quote, orders.escape) == ("csv", True, ",", '"', "\\")
+    rfc = load_tables(write(tmp_path, as_csv("header: false\ndelimiter: \"\\t\"\nescape: '\"'\n"))).table("orders")
+    assert (rfc.header, rfc.delimiter, rfc.escape) == (False, "\t", '"')
+
+
+@pytest.mark.parametrize("text, error_class, phrase", [
+    (as_csv("delimiter: ';;'\n"), "CONFIG_INVALID_OPTION", "one character"),
+    (as_csv("header: 'yes'\n"), "CONFIG_INVALID_OPTION", "true or false"),
+    (as_csv("delimiter: '\"'\n"), "CONFIG_CONFLICTING_OPTIONS", "the delimiter must differ"),
+    (as_csv("multi_line: true\n"), "CONFIG_INVALID_OPTION", "set only with format: json"),
+    (with_options("delimiter: ';'\n"), "CONFIG_INVALID_OPTION", "set only with format: csv"),
+    (with_options("multiLine: true\n"), "CONFIG_UNKNOWN_KEY", "multi_line"),
+    (as_csv().replace("      amount: decimal(10, 2)\n", "      amount: 'STRUCT<v: DOUBLE>'\n"), "CONFIG_UNSUPPORTED_TYPE",
+     "cannot fill a STRUCT, ARRAY or MAP column"),
+])
+def test_format_options_of_another_format_or_out_of_range_are_refused(tmp_path, text, error_class, phrase):
+    error = error_of(tmp_path, text)
+    assert error.error_class == error_class and phrase in str(error), str(error)

@@ -159,6 +159,8 @@ def test_without_a_header_fields_go_by_position(spark, tmp_path):
      ["id;name;day", "1;'a;b';2026-11-01", "2;'it\\'s';x", "3;plain"]),
     ({"delimiter": "\t"}, ["id\tname\tday", '1\t"a\tb"\t2026-11-01', "2\tc,d\tnope"]),
     ({"delimiter": "|", "escape": "#"}, ["id|name|day", '1|"say #"hi#""|2026-11-01', "2|x|"]),
+    ({"escape": '"'}, ["id,name,day", '1,"say ""hi""",2026-11-01', '2,"a,b",x', '3,"open ""x,2026-11-01',
+                       '4,"""",', '5,a""b,2026-11-01']),  # RFC 4180: a doubled quote is one
 ])
 def test_delimiter_quote_and_escape_are_spark_options(spark, tmp_path, options, lines):
     schema = {"id": "INT", "name": "STRING", "day": "DATE"}
@@ -216,7 +218,8 @@ def test_the_local_source_is_a_stream_of_the_landing_folder(spark, tmp_path):
     assert len(batches) == 3
 
 
-def test_random_hostile_lines_split_as_sparks_reader_splits_them(spark, tmp_path):
+@pytest.mark.parametrize("escape", ["\\", '"'])
+def test_random_hostile_lines_split_as_sparks_reader_splits_them(spark, tmp_path, escape):
     """Seeded random lines of delimiters, quotes, escapes, spaces, letters and digits: each line is
     corrupt exactly when Spark's reader marks it for its field count, and a line that is not corrupt
     has Spark's values, or its misfits rescued with Spark's text. (In a corrupt line, where a quote is
@@ -227,9 +230,10 @@ def test_random_hostile_lines_split_as_sparks_reader_splits_them(spark, tmp_path
     alphabet = ["a", "1", ",", '"', "\\", " ", "x", "2", "\u2028", "\u0085"]
     lines = ["a,b,c"] + ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 12))) for _ in range(1200)]
     path = write(tmp_path, "fuzz.csv", lines)
-    table = csv_table(schema={"a": "INT", "b": "STRING", "c": "STRING"})
-    theirs = sparks(spark, path, table.schema_ddl)
-    texts = sparks(spark, path, "a STRING, b STRING, c STRING")
+    table = csv_table(schema={"a": "INT", "b": "STRING", "c": "STRING"}, escape=escape)
+    options = file_format(table).reader_options(table)
+    theirs = sparks(spark, path, table.schema_ddl, **options)
+    texts = sparks(spark, path, "a STRING, b STRING, c STRING", **options)
     mine = ours(spark, table, path)
     assert len(mine) == len(theirs) > 1000
     for row, their, text in zip(mine, theirs, texts):
