@@ -27,6 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Iterator
 
+from pipelines.formats import count_records
+
 _CONTENT_LINE = re.compile(rb"[^\r\n]*[^ \t\r\n][^\r\n]*")
 _CHUNK = 8 << 20
 
@@ -123,13 +125,6 @@ def count_content_lines(path: str | Path) -> int | None:
     except (OSError, EOFError, ValueError):
         return None
     return count
-
-
-def count_records(counter: str | None, path: str | Path) -> int | None:
-    """The file's records as its format counts them (`formats.count_records`; None: JSON lines)."""
-    from pipelines.formats import count_records as by_format
-
-    return by_format(counter, path)
 
 
 class FileLedger:
