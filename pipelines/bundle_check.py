@@ -49,6 +49,8 @@ PLACEHOLDER = re.compile(r"<[A-Za-z][\w .@/-]*>")
 TIME_ZONE_KEY = "spark.sql.session.timeZone"
 TIME_ZONE = "UTC"
 SHARED_ROOTS = ("/Workspace/Shared", "/Shared")
+# A root under someone's home folder: that user or service principal holds CAN_MANAGE there.
+HOME_ROOT = re.compile(r"^(?:/Workspace)?/Users/([^/]+)/")
 # Least privilege for the principal that runs the pipelines: it owns what they create.
 RUNNER_GRANTS = {"schemas": ("USE_SCHEMA", "CREATE_TABLE", "CREATE_MATERIALIZED_VIEW"), "volumes": ("READ_VOLUME",)}
 READERS_VARIABLE = "readers_group"
@@ -206,11 +208,37 @@ def check_deploy_safety(bundle: Bundle) -> list[Finding]:
                                    or (bundle.data.get("workspace") or {}).get("root_path"), f"{where}.workspace")
     except BundleError:
         return findings  # reported by check_references
+    try:
+        permissions = bundle.resolve(target.get("permissions") or bundle.data.get("permissions") or [],
+                                     f"{where}.permissions")
+    except BundleError:
+        permissions = []  # reported by check_references
+    permissions = [p for p in permissions if isinstance(p, Mapping)]
     principal, is_service_principal = _principal(run_as)
-    if principal and root_path and str(root_path).rstrip("/").startswith(SHARED_ROOTS):
+    shared = bool(root_path) and str(root_path).rstrip("/").startswith(SHARED_ROOTS)
+    if shared and principal:
         findings.append(Finding(f"{where}.workspace.root_path", f"'{root_path}' is under /Workspace/Shared, writable by "
                                 "all workspace users (the CLI warns), while the target runs as a principal: use "
                                 "/Workspace/Users/${var.service_principal}/.bundle/${bundle.name}/${bundle.target}"))
+    elif shared and not any(p.get("group_name") == "users" and p.get("level") == "CAN_MANAGE" for p in permissions):
+        findings.append(Finding(f"{where}.workspace.root_path", f"'{root_path}' is under /Workspace/Shared, writable by "
+                                "all workspace users: the CLI warns unless `permissions` lists `group_name: users` "
+                                "with CAN_MANAGE; move the root to /Workspace/Users/<deploying identity>/.bundle/..."))
+    home = HOME_ROOT.match(str(root_path or ""))
+    if permissions and home:
+        # The CLI compares the root folder's ACL with `permissions` (a warning for any principal the
+        # bundle does not declare) and recommends declaring the deploying identity with CAN_MANAGE.
+        owner = home.group(1)
+        if not any(p.get("level") == "CAN_MANAGE" and owner in (p.get("user_name"), p.get("service_principal_name"))
+                   for p in permissions):
+            raw_owner = HOME_ROOT.match(str((target.get("workspace") or {}).get("root_path") or ""))
+            key = "service_principal_name" if (is_service_principal and owner == principal) else "user_name"
+            name = raw_owner.group(1) if raw_owner else owner
+            findings.append(Finding(
+                f"{where}.permissions",
+                f"the bundle root is the home folder of {owner}, who holds CAN_MANAGE there, but `permissions` does "
+                f"not list it: the CLI warns that the folder has permissions not configured in the bundle and "
+                f"recommends declaring the deploying identity; add `- {key}: {name}` with `level: CAN_MANAGE`"))
     if is_service_principal:
         for kind, needed in RUNNER_GRANTS.items():
             for key, raw in bundle.resources(kind).items():

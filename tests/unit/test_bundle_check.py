@@ -149,6 +149,34 @@ def test_prod_root_under_shared_while_running_as_a_principal(copy):
     assert "/Workspace/Users/${var.service_principal}/.bundle/" in message
 
 
+def test_root_owner_missing_from_permissions(copy):
+    """The prod root is the service principal's home folder, where it holds CAN_MANAGE: a `permissions`
+    block without it makes the CLI warn (folder permissions not configured in the bundle) and recommend
+    declaring the deploying identity."""
+    def drop_the_service_principal(data):
+        prod(data)["permissions"] = [p for p in prod(data)["permissions"] if p.get("service_principal_name") != SP]
+
+    rewrite_main(copy, drop_the_service_principal)
+    [message] = messages(copy)
+    assert "targets.prod.permissions" in message and "home folder" in message
+    assert "- service_principal_name: ${var.service_principal}" in message and "CAN_MANAGE" in message
+    # A user's home folder: the user is named.
+    rewrite_main(copy, lambda d: prod(d)["workspace"].update(root_path="/Workspace/Users/ops@example.com/.bundle/x"))
+    assert any("targets.prod.permissions" in m and "- user_name: ops@example.com" in m for m in messages(copy))
+
+
+def test_shared_root_without_users_can_manage(copy):
+    """The CLI warns on any /Workspace/Shared root unless group users holds CAN_MANAGE."""
+    def shared_root_without_run_as(data):
+        del prod(data)["run_as"]
+        prod(data)["workspace"]["root_path"] = "/Workspace/Shared/.bundle/${bundle.name}/${bundle.target}"
+
+    rewrite_main(copy, shared_root_without_run_as)
+    [message] = messages(copy)
+    assert "targets.prod.workspace.root_path" in message and "writable by all workspace users" in message
+    assert "group_name: users" in message
+
+
 def test_service_principal_grant_missing_on_the_schema(copy):
     rewrite_main(copy, lambda d: grant(d, "schemas", "lakewatch", SP)["privileges"].remove("CREATE_MATERIALIZED_VIEW"))
     [message] = messages(copy)
