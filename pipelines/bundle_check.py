@@ -42,9 +42,11 @@ MODES = ("development", "production")
 
 # The oldest CLI that deploys the bundle as written (databricks/cli CHANGELOG): alerts as resources
 # v0.279.0, dashboard dataset_catalog/dataset_schema v0.281.0, presets.trigger_pause_status applied to
-# alerts v0.286.0.
-MIN_CLI_VERSION = (0, 286, 0)
-CLI_FEATURES = "alerts v0.279.0, dashboard dataset_catalog v0.281.0, alert pause preset v0.286.0"
+# alerts v0.286.0, run_as applied to alerts v0.287.0, run_as other than the deploying identity with a
+# dashboard (embed_credentials false) v0.297.0 (an error before: bundle/config/mutator/resourcemutator/run_as.go).
+MIN_CLI_VERSION = (0, 297, 0)
+CLI_FEATURES = ("alerts v0.279.0, dashboard dataset_catalog v0.281.0, alert pause preset v0.286.0, run_as for alerts "
+                "v0.287.0, run_as with a dashboard v0.297.0")
 PLACEHOLDER = re.compile(r"<[A-Za-z][\w .@/-]*>")
 TIME_ZONE_KEY = "spark.sql.session.timeZone"
 TIME_ZONE = "UTC"

@@ -132,13 +132,21 @@ def test_placeholder_default_of_a_variable(copy):
 def test_cli_version_floor_missing(copy):
     rewrite_main(copy, lambda d: d["bundle"].pop("databricks_cli_version"))
     [message] = messages(copy)
-    assert "bundle.databricks_cli_version: not set" in message and '">= 0.286.0"' in message
+    assert "bundle.databricks_cli_version: not set" in message and '">= 0.297.0"' in message
 
 
 def test_cli_version_floor_too_old(copy):
     rewrite_main(copy, lambda d: d["bundle"].update(databricks_cli_version=">= 0.250.0, < 2.0.0"))
     [message] = messages(copy)
-    assert "allows a CLI older than 0.286.0" in message and "alerts v0.279.0" in message
+    assert "allows a CLI older than 0.297.0" in message and "alerts v0.279.0" in message
+
+
+def test_cli_version_floor_before_run_as_with_a_dashboard(copy):
+    """Before v0.297.0 the CLI refuses run_as other than the deploying identity for any dashboard (and
+    before v0.287.0 for alerts): prod deployed by a person would fail."""
+    rewrite_main(copy, lambda d: d["bundle"].update(databricks_cli_version=">= 0.286.0"))
+    [message] = messages(copy)
+    assert "allows a CLI older than 0.297.0" in message and "run_as with a dashboard v0.297.0" in message
 
 
 def test_prod_root_under_shared_while_running_as_a_principal(copy):
