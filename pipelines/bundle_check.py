@@ -47,6 +47,11 @@ MODES = ("development", "production")
 MIN_CLI_VERSION = (0, 297, 0)
 CLI_FEATURES = ("alerts v0.279.0, dashboard dataset_catalog v0.281.0, alert pause preset v0.286.0, run_as for alerts "
                 "v0.287.0, run_as with a dashboard v0.297.0")
+# The constraint syntax the CLI accepts (bundle/config/mutator/verify_cli_version.go): one version or
+# two separated by ", ", each with an optional >=, <=, >, < or != and at most one space after it.
+_CLI_VERSION = r"(\d+\.\d+\.\d+(\-[A-Za-z0-9_]+)?|\d+\.\d+.\*|\d+\.\*)"
+_CLI_OPERATOR = r"(>=|<=|>|<|!=)?"
+CLI_CONSTRAINT = re.compile(f"^{_CLI_OPERATOR} ?{_CLI_VERSION}(, {_CLI_OPERATOR} ?{_CLI_VERSION})?$")
 PLACEHOLDER = re.compile(r"<[A-Za-z][\w .@/-]*>")
 TIME_ZONE_KEY = "spark.sql.session.timeZone"
 TIME_ZONE = "UTC"
@@ -177,8 +182,12 @@ def check_cli_version(root: Path) -> list[Finding]:
     if not constraint:
         return [Finding(where, f'not set: add `databricks_cli_version: ">= {floor}"` under `bundle` ({CLI_FEATURES}); '
                                "an older CLI would reject or silently mis-deploy parts of the bundle")]
-    lower = [_version(v) for op, v in re.findall(r"(>=|>|==|=|!=|<=|<)?\s*(\d+\.\d+\.\d+)", constraint)
-             if op in ("", ">=", ">", "==", "=")]
+    if not CLI_CONSTRAINT.fullmatch(constraint):
+        return [Finding(where, f"'{constraint}' is not a constraint the CLI accepts (it refuses the bundle): write "
+                               f"\">= {floor}\" (at most one space after an operator of >=, <=, >, <, !=; two "
+                               "constraints separated by \", \")")]
+    lower = [_version(v) for op, v in re.findall(r"(>=|>|!=|<=|<)?\s*(\d+\.\d+\.\d+)", constraint)
+             if op in ("", ">=", ">")]
     if not lower or max(lower) < MIN_CLI_VERSION:
         return [Finding(where, f"'{constraint}' allows a CLI older than {floor}: require \">= {floor}\" "
                                f"({CLI_FEATURES})")]

@@ -141,6 +141,21 @@ def test_cli_version_floor_too_old(copy):
     assert "allows a CLI older than 0.297.0" in message and "alerts v0.279.0" in message
 
 
+@pytest.mark.parametrize("constraint", [">=0.297.0,<2.0.0", "== 0.297.0", "~> 0.297.0", ">=  0.297.0", "^0.297"])
+def test_cli_version_constraint_the_cli_refuses(copy, constraint):
+    """The CLI accepts only its own constraint syntax (verify_cli_version.go) and refuses the bundle
+    otherwise, whatever the version."""
+    rewrite_main(copy, lambda d: d["bundle"].update(databricks_cli_version=constraint))
+    [message] = messages(copy)
+    assert f"'{constraint}' is not a constraint the CLI accepts" in message
+
+
+@pytest.mark.parametrize("constraint", [">= 0.297.0", ">=0.297.0", "0.297.0", ">= 0.297.0, < 2.0.0", ">= 1.0.0-0"])
+def test_cli_version_constraints_the_cli_accepts(copy, constraint):
+    rewrite_main(copy, lambda d: d["bundle"].update(databricks_cli_version=constraint))
+    assert messages(copy) == []
+
+
 def test_cli_version_floor_before_run_as_with_a_dashboard(copy):
     """Before v0.297.0 the CLI refuses run_as other than the deploying identity for any dashboard (and
     before v0.287.0 for alerts): prod deployed by a person would fail."""
