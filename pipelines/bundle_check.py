@@ -60,6 +60,17 @@ SHARED_ROOTS = ("/Workspace/Shared", "/Shared")
 HOME_ROOT = re.compile(r"^(?:/Workspace)?/Users/([^/]+)/")
 # Least privilege for the principal that runs the pipelines: it owns what they create.
 RUNNER_GRANTS = {"schemas": ("USE_SCHEMA", "CREATE_TABLE", "CREATE_MATERIALIZED_VIEW"), "volumes": ("READ_VOLUME",)}
+# The privileges Unity Catalog grants on each securable a bundle `grants` block can name: the CLI's
+# own per-securable lists (SchemaGrantPrivilege, VolumeGrantPrivilege in bundle/config/resources,
+# v0.287.0). The CLI now types every grant with the SDK's list of all privileges, so a privilege of
+# another securable (USE_CATALOG on a schema, CREATE_TABLE on a volume) passes the models and fails
+# at deploy.
+GRANT_PRIVILEGES = {
+    "schemas": ("ALL_PRIVILEGES", "APPLY_TAG", "CREATE_FUNCTION", "CREATE_MATERIALIZED_VIEW", "CREATE_MODEL",
+                "CREATE_TABLE", "CREATE_VOLUME", "EXECUTE", "EXTERNAL_USE_SCHEMA", "MANAGE", "MODIFY", "READ_VOLUME",
+                "REFRESH", "SELECT", "USE_SCHEMA", "WRITE_VOLUME"),
+    "volumes": ("ALL_PRIVILEGES", "APPLY_TAG", "MANAGE", "READ_VOLUME", "WRITE_VOLUME"),
+}
 READERS_VARIABLE = "readers_group"
 READER_PRIVILEGES = ("USE_SCHEMA", "SELECT")
 
@@ -301,6 +312,28 @@ def check_deploy_safety(bundle: Bundle) -> list[Finding]:
     return findings
 
 
+def check_grants(bundle: Bundle) -> list[Finding]:
+    """Every grant names a principal and privileges that Unity Catalog grants on its securable."""
+    findings: list[Finding] = []
+    for kind, valid in GRANT_PRIVILEGES.items():
+        for key, raw in bundle.resources(kind).items():
+            for i, grant in enumerate(raw.get("grants") or []):
+                where = f"target {bundle.target}: resources.{kind}.{key}.grants[{i}]"
+                if not isinstance(grant, Mapping):
+                    continue  # reported by check_models
+                if not str(grant.get("principal") or "").strip():
+                    findings.append(Finding(where, "no principal: name the user, group or service principal"))
+                privileges = grant.get("privileges") or []
+                if not privileges:
+                    findings.append(Finding(where, "no privileges: the CLI requires at least one"))
+                wrong = [str(p) for p in privileges if "${" not in str(p) and str(p) not in valid]
+                if wrong:
+                    findings.append(Finding(where, f"{', '.join(wrong)} cannot be granted on a "
+                                                   f"{kind.rstrip('s')} (Unity Catalog refuses it at deploy): "
+                                                   f"use {', '.join(valid)}"))
+    return findings
+
+
 def _reader_grants(bundle: Bundle, where: str) -> list[Finding]:
     if READERS_VARIABLE not in bundle.variable_definitions():
         return [Finding(f"{BUNDLE_FILE}: variables", f"no `{READERS_VARIABLE}` variable: declare the group that reads "
@@ -437,4 +470,5 @@ def check_bundle(root: Path, targets: Iterable[str] | None = None) -> list[Findi
         findings += check_models(bundle)
         findings += check_references(bundle)
         findings += check_deploy_safety(bundle)
+        findings += check_grants(bundle)
     return list(dict.fromkeys(findings))  # a resource's problem is reported once, not once per target

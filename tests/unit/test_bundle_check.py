@@ -213,6 +213,25 @@ def test_service_principal_grant_missing_on_the_volume(copy):
     assert "resources.volumes.landing.grants" in message and "lacks READ_VOLUME" in message
 
 
+def test_a_privilege_of_another_securable(copy):
+    """The models accept any Unity Catalog privilege on any securable; Unity Catalog does not."""
+    def wrong_securables(data):
+        grant(data, "schemas", "lakewatch", READERS)["privileges"].append("USE_CATALOG")
+        grant(data, "volumes", "landing", SP)["privileges"].append("CREATE_TABLE")
+
+    rewrite_main(copy, wrong_securables)
+    found = messages(copy)
+    assert any("resources.schemas.lakewatch.grants[1]" in m and "USE_CATALOG cannot be granted on a schema" in m
+               for m in found)
+    assert any("resources.volumes.landing.grants[0]" in m and "CREATE_TABLE cannot be granted on a volume" in m
+               for m in found)
+
+
+def test_a_grant_without_privileges(copy):
+    rewrite_main(copy, lambda d: grant(d, "volumes", "landing", SP).update(privileges=[]))
+    assert any("resources.volumes.landing.grants[0]: no privileges" in m for m in messages(copy))
+
+
 def test_readers_grant_missing(copy):
     def drop_readers(data):
         grants = prod(data)["resources"]["schemas"]["lakewatch"]["grants"]
