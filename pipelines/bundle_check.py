@@ -9,11 +9,13 @@
   the SQL files of job tasks;
 - the rules the CLI enforces per target mode (production needs a root path or run_as; development
   cannot force schedules to run);
-- deploy safety: no placeholder values (`<...>`) anywhere, a `bundle.databricks_cli_version` floor
-  that covers the features used, a target that runs as a principal deploys outside /Workspace/Shared,
-  the run_as service principal and the readers group hold their Unity Catalog grants, every pipeline
-  pins its session time zone to UTC, no alert subscribes to (and no job pages) an empty notification
-  destination.
+- deploy safety: no placeholder values (`<...>`) anywhere, a `bundle.databricks_cli_version` in the
+  CLI's syntax with a floor that covers the features used, a target that runs as a principal deploys
+  outside /Workspace/Shared (and a Shared root has `users` CAN_MANAGE, as the CLI asks), a root in a
+  home folder has its owner CAN_MANAGE in `permissions`, the run_as service principal and the readers
+  group hold their Unity Catalog grants, every grant's privileges apply to its securable, every
+  pipeline pins its session time zone to UTC, no alert subscribes to (and no job pages) an empty
+  notification destination.
 Each problem is one Finding naming the file, the place in it, what is wrong and the fix.
 """
 
