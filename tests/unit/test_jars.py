@@ -4,6 +4,7 @@ No network here: Spark's launcher is replaced by a fake that answers as it does.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,40 @@ def test_a_deleted_jar_or_other_coordinates_count_as_missing(tmp_path):
 
 def test_no_registry_address_in_the_code():
     assert "://" not in Path(jars.__file__).read_text()
+
+
+# Where code lives: every file under these folders (caches and virtual environments aside) and these files.
+CODE_FOLDERS = ("pipelines", "transformations", "jobs", "conf", "resources", "dashboards", "tests", "bench")
+CODE_FILES = ("Makefile", "pyproject.toml", "databricks.yml", "lakewatch.local.yml")
+# The only addresses code may hold: the XML namespaces of SVG, which name no server.
+XML_NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+# Hosts of package registries and their mirrors, with or without a scheme.
+REGISTRY_HOSTS = re.compile(r"maven\.org|mvnrepository|maven\.apache\.org/maven2|pypi\.org|pythonhosted\.org|"
+                            r"npmjs\.(org|com)|spark-packages\.org|jitpack\.io|repository\.apache\.org|"
+                            r"oss\.sonatype\.org|repo\.(maven|spring)", re.IGNORECASE)
+
+
+def code_files(root: Path):
+    skip = {".venv", ".cache", "__pycache__", ".lakewatch", "node_modules", ".pytest_cache"}
+    for folder in CODE_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and not skip & set(path.relative_to(root).parts):
+                yield path
+    yield from (root / name for name in CODE_FILES if (root / name).is_file())
+
+
+def test_no_package_registry_address_anywhere_in_the_code(project_root):
+    """Jars, wheels and browsers come from the ecosystem's own resolvers and the system, never from an
+    address written in the code (issue 10.7): no URL but the SVG namespaces, no registry host."""
+    found = []
+    for path in code_files(project_root):
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue  # binary (images, parquet fixtures)
+        where = path.relative_to(project_root)
+        found += [f"{where}: {url}" for url in re.findall(r"https?://[^\s\"'<>)\]}]+", text)
+                  if url.rstrip(".,;:") not in XML_NAMESPACES]
+        if path.resolve() != Path(__file__).resolve():
+            found += [f"{where}: {m.group(0)}" for m in REGISTRY_HOSTS.finditer(text)]
+    assert not found, found
