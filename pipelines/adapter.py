@@ -39,6 +39,8 @@ SINK_ROOT_KEY = "lakewatch.sink_root"  # local engine only
 EVENT_LOG_KEY = "lakewatch.event_log"  # observability pipeline: the ingest pipeline's event log table
 # observability pipeline: the event log's history table (the job's archive_event_log task fills it)
 EVENT_LOG_HISTORY_KEY = "lakewatch.event_log_history"
+# observability pipeline: the snapshots of the ingest tables' sizes (the job's snapshot_table_sizes task)
+TABLE_SIZES_KEY = "lakewatch.table_sizes"
 FILE_STATE_TABLE = "lakewatch_file_state"  # local engine: written by the runner after each update
 
 ROW_TRACKING = "delta.enableRowTracking"

@@ -430,6 +430,12 @@ def check_paths(bundle: Bundle) -> list[Finding]:
             if path and "${" not in path and not (source.parent / path).is_file():
                 findings.append(Finding(f"{_rel(bundle.root, source)}: resources.jobs.{key}.tasks[{i}].sql_task.file.path",
                                         f"'{path}' does not exist"))
+            python = (task.get("spark_python_task") or {})
+            path = python.get("python_file")
+            if path and "${" not in path and str(python.get("source", "WORKSPACE")).upper() != "GIT" \
+                    and not (source.parent / path).is_file():
+                findings.append(Finding(f"{_rel(bundle.root, source)}: resources.jobs.{key}.tasks[{i}].spark_python_task"
+                                        ".python_file", f"'{path}' does not exist"))
     for kind in ("dashboards", "alerts"):
         for key, raw in bundle.resources(kind).items():
             source = bundle.resource_file(kind, key)

@@ -89,6 +89,7 @@ ERROR_CLASSES: dict[str, str] = {
     ),
     "QUERY_FAILED": "The query failed: {reason}",
     "JOB_SQL_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",
+    "JOB_PYTHON_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",
     "REPORT_NO_TABLES": (
         "No observability tables to report from in {home}: run `lakewatch run lakewatch_observability` "
         "(or `lakewatch job`) after an ingest update first. ({reason})"

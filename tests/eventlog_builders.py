@@ -12,6 +12,10 @@ from typing import Any, Iterable, Sequence
 from pipelines.eventlog import events as E
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
 from pipelines.observability.tables import TABLES
+from pipelines.table_sizes import empty_sizes_sql
+
+NO_INGEST_TABLES = ("(SELECT CAST(NULL AS STRING) AS table_name, CAST(NULL AS STRING) AS table_kind, "
+                    "CAST(NULL AS STRING) AS source_table WHERE false)")
 
 PIPELINE = "lakewatch_ingest"
 CATALOG_SCHEMA = "main.lakewatch"
@@ -225,7 +229,9 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
     spark.createDataFrame(list(file_state), FILE_STATE_DDL).createOrReplaceTempView("t_file_state")
     spark.createDataFrame(list(sink), SINK_DDL).createOrReplaceTempView("t_sink")
     spark.createDataFrame(list(bronze), BRONZE_DDL).createOrReplaceTempView("t_bronze")
-    sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze"}
+    sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze",
+               # no size snapshots, no ingest tables expected (tests/unit/test_table_sizes.py has its own)
+               "table_sizes": empty_sizes_sql(), "ingest_tables": NO_INGEST_TABLES}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.

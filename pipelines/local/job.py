@@ -3,12 +3,15 @@
 Each `pipeline_task` becomes one update (cause JOB_TASK) of the pipeline its `pipeline_id`
 reference names; each `sql_task` with a `file` runs that file's statements on the local engine with
 the task's `parameters` (pipelines/local/sql_task.py), where Databricks runs them on the SQL
-warehouse `warehouse_id`. `depends_on` and `run_if` (ALL_SUCCESS by default, ALL_DONE, ...) decide
+warehouse `warehouse_id`; each `spark_python_task` with a `python_file` of the bundle runs that file's
+`main(parameters, spark, say)` with the local session, where Databricks runs the file as a script with
+the parameters as `sys.argv[1:]` (serverless, its `environment_key`). `depends_on` and `run_if` (ALL_SUCCESS by default, ALL_DONE, ...) decide
 whether a task runs, as Databricks Jobs do. Tasks of other kinds are reported as not supported locally.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 from dataclasses import dataclass, field
@@ -28,6 +31,7 @@ class TaskResult:
     state: str  # SUCCESS, FAILED, EXCLUDED (not run: run_if unmet), SKIPPED (a kind not run locally)
     update: UpdateResult | None = None  # a pipeline task's update
     sql: SqlTaskResult | None = None  # a SQL file task's statements, when they all ran
+    python: Any = None  # what a Python file task's main returned
     error: str | None = None  # why a task that is not an update failed
     seconds: float | None = None
 
@@ -74,6 +78,10 @@ def run_job(runner: Any, bundle: Any, job_key: str, say: Any = print) -> JobResu
             result.tasks.append(run_sql_task(runner, bundle, job_key, task, say))
             states[key] = result.tasks[-1].state
             continue
+        if (task.get("spark_python_task") or {}).get("python_file"):
+            result.tasks.append(run_python_task(runner, bundle, job_key, task, say))
+            states[key] = result.tasks[-1].state
+            continue
         reference = (task.get("pipeline_task") or {}).get("pipeline_id", "")
         match = PIPELINE_REFERENCE.match(str(reference))
         if not match:
@@ -117,3 +125,54 @@ def run_sql_task(runner: Any, bundle: Any, job_key: str, task: dict[str, Any], s
     say(f"job {job_key}: task {key}: {done.statements} statements in {done.seconds:.1f}s"
         + (f", {inserted} rows inserted" if inserted is not None else ""))
     return TaskResult(key, "SUCCESS", sql=done, seconds=time.monotonic() - started)
+
+
+def python_task_file(bundle: Any, job_key: str, task: dict[str, Any]) -> Path:
+    """The Python file of a `spark_python_task`: its `python_file`, relative to the job's resource file."""
+    path = str(task["spark_python_task"]["python_file"])
+    return (bundle.resource_file("jobs", job_key).parent / path).resolve()
+
+
+def python_task_parameters(bundle: Any, job_key: str, task: dict[str, Any]) -> list[str]:
+    where = f"{bundle.resource_file('jobs', job_key).name}: resources.jobs.{job_key}.tasks[{task['task_key']}]" \
+            ".spark_python_task.parameters"
+    return [str(p) for p in bundle.resolve(task["spark_python_task"].get("parameters") or [], where) or []]
+
+
+def load_task_main(path: Path) -> Any:
+    """The `main` of a Python task file, loaded as a module (not run as a script)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"the Python file {path} does not exist")
+    spec = importlib.util.spec_from_file_location(f"lakewatch_job_task_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    main = getattr(module, "main", None)
+    if not callable(main):
+        raise AttributeError(f"{path.name} defines no main(argv, spark, say), which the local job runner calls")
+    return main
+
+
+def run_python_task(runner: Any, bundle: Any, job_key: str, task: dict[str, Any], say: Any = print) -> TaskResult:
+    """A `spark_python_task` with a `python_file` of the bundle: its `main(parameters, spark, say)` on
+    the local engine. Any failure (the file, a parameter, an exception in main) makes the task FAILED."""
+    key = task["task_key"]
+    started = time.monotonic()
+    if str(task["spark_python_task"].get("source", "WORKSPACE")).upper() == "GIT":
+        say(f"job {job_key}: task {key} runs a Python file from a Git source; not run locally")
+        return TaskResult(key, "SKIPPED")
+    path = python_task_file(bundle, job_key, task)
+    say(f"job {job_key}: task {key} -> Python file {path.relative_to(bundle.root) if path.is_relative_to(bundle.root) else path}")
+    try:
+        parameters = python_task_parameters(bundle, job_key, task)
+        returned = load_task_main(path)(parameters, runner.spark, say)
+    except BundleError as e:
+        say(f"job {job_key}: task {key} FAILED: {e}")
+        return TaskResult(key, "FAILED", error=str(e), seconds=time.monotonic() - started)
+    except (Exception, SystemExit) as e:  # noqa: BLE001 (every failure of the file fails the task, as on Databricks)
+        from pipelines.errors import engine_message
+
+        message = f"{type(e).__name__}: {engine_message(e).splitlines()[0] if str(e).strip() else ''}".rstrip(": ")
+        say(f"job {job_key}: task {key} FAILED: {message}")
+        return TaskResult(key, "FAILED", error=message, seconds=time.monotonic() - started)
+    return TaskResult(key, "SUCCESS", python=returned, seconds=time.monotonic() - started)

@@ -76,6 +76,9 @@ def check_job(project: Any, job_key: str) -> None:
         if ((task.get("sql_task") or {}).get("file") or {}).get("path"):
             check_sql_task(project, job_key, task)
             continue
+        if (task.get("spark_python_task") or {}).get("python_file"):
+            check_python_task(project, job_key, task)
+            continue
         match = PIPELINE_REFERENCE.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
         if match and match.group(1) not in checked:
             checked.add(match.group(1))
@@ -98,3 +101,17 @@ def check_sql_task(project: Any, job_key: str, task: dict[str, Any]) -> None:
         render("\n".join(split_statements(path.read_text())), parameters, path.name)
     except SqlTaskError as e:
         raise LakewatchError("JOB_SQL_TASK_INVALID", {"task": task["task_key"], "job": job_key, "reason": str(e)}) from None
+
+
+def check_python_task(project: Any, job_key: str, task: dict[str, Any]) -> None:
+    """A job's Python file task: its parameters resolve (BundleError) and its file exists."""
+    from pipelines.local.job import python_task_file, python_task_parameters
+
+    python_task_parameters(project.bundle, job_key, task)
+    if str(task["spark_python_task"].get("source", "WORKSPACE")).upper() == "GIT":
+        return
+    path = python_task_file(project.bundle, job_key, task)
+    if not path.is_file():
+        raise LakewatchError("JOB_PYTHON_TASK_INVALID", {
+            "task": task["task_key"], "job": job_key,
+            "reason": f"its Python file {path} does not exist (spark_python_task.python_file)"})

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY, SCHEMA_KEY, engine_for
+from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY, SCHEMA_KEY, TABLE_SIZES_KEY, engine_for
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
 from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql, table_properties
+from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
 
 def empty_sink_sql() -> str:
@@ -50,6 +51,20 @@ def history_source(spark: Any) -> str | None:
         return None
 
 
+def table_sizes_source(spark: Any) -> str:
+    """The snapshots of the ingest tables' sizes (`lakewatch.table_sizes`), or no rows with their columns
+    when the configuration names none or the table does not exist yet (the job's snapshot_table_sizes
+    task creates it at its first run): `table_growth` then says `not_snapshotted` for every table.
+    Should the catalog not answer, the table is read as named."""
+    name = spark.conf.get(TABLE_SIZES_KEY, None)
+    if not name:
+        return empty_sizes_sql()
+    try:
+        return name if spark.catalog.tableExists(name) else empty_sizes_sql()
+    except Exception:  # noqa: BLE001 (no answer is not a missing table)
+        return name
+
+
 def sources(spark: Any) -> dict[str, str]:
     """SQL text for each placeholder of the observability SQL (`event_log_history` is empty when
     there is no history table)."""
@@ -62,6 +77,8 @@ def sources(spark: Any) -> dict[str, str]:
         "file_state": engine_for(spark).file_state_sql(spark, [name for _, name, _ in bronze]),
         "sink": sink_source(spark, f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}"),
         "bronze_union": bronze_union_sql(bronze),
+        "table_sizes": table_sizes_source(spark),
+        "ingest_tables": ingest_tables_sql(tables),
     }
 
 

@@ -8,7 +8,9 @@ and Spark SQL accept (`get_json_object`, `from_json`, `try_cast`, `max_by`, aggr
 Placeholders: `{event_log}` (the ingest pipeline's event log table), `{file_state}` (one row per
 landing file: the local file-state table, or `cloud_files_state()` on Databricks, with the columns
 listed under `landing_files`), `{sink}` (the quarantine sink table), `{bronze_union}` (rows of every
-bronze table, see `bronze_union_sql`). Other datasets are referred to by their bare names (`events`,
+bronze table, see `bronze_union_sql`), `{table_sizes}` (the job's snapshots of the ingest tables'
+sizes, pipelines/table_sizes.py, or no rows before the first) and `{ingest_tables}` (the ingest tables
+a snapshot should hold: `table_sizes.ingest_tables_sql`). Other datasets are referred to by their bare names (`events`,
 `update_status`, ...), so the same text runs in the pipeline and, in tests, over temporary views.
 
 Kinds of table, and what is incremental where
@@ -37,7 +39,7 @@ Kinds of table, and what is incremental where
   ranks, collect_set/ORDER BY ... LIMIT or non-Delta inputs (`landing_files` reads `cloud_files_state`
   and the landing files, so it and `reconciliation` are recomputed; `update_status_daily`,
   `ingestion_latency_hourly`, `ingestion_latency_by_update`, `expectation_results_weekly`,
-  `flow_bottlenecks`, `quarantine_daily`, `anomalies`, `health_metrics`). Which technique a refresh used is in the
+  `flow_bottlenecks`, `quarantine_daily`, `anomalies`, `table_growth`, `health_metrics`). Which technique a refresh used is in the
   observability pipeline's own event log (`planning_information` events).
 - `quarantine_deliveries` is a pipeline-private temporary view (the sink is small: corrupt lines only).
 
@@ -1332,6 +1334,75 @@ LEFT JOIN uncommitted f ON f.update_id = u.update_id
 )
 
 
+TABLE_GROWTH = _table(
+    "table_growth",
+    "Size and file count of every ingest table ({table}_bronze, the clean {table}, corrupt_records_sink) at each "
+    "snapshot the job's snapshot_table_sizes task took, and how much it grew since the table's snapshot before: "
+    "bytes and files added, and the same per day. Figures that cannot be measured are NULL and reason says why "
+    "(table_missing, first_snapshot, table_recreated, not_snapshotted, ...); never 0.",
+    [
+        ("table_name", "STRING", "Ingest table"),
+        ("table_kind", "STRING", "bronze, clean or sink"),
+        ("source_table", "STRING", "The configured table it belongs to (NULL for the sink, which all tables share)"),
+        ("snapshot_time", "TIMESTAMP", "When the table was measured (NULL: never snapshotted)"),
+        ("delta_version", "BIGINT", "Delta version measured"),
+        ("size_bytes", "BIGINT", "Bytes of the data files of that version (DESCRIBE DETAIL sizeInBytes)"),
+        ("num_files", "BIGINT", "Data files of that version (DESCRIBE DETAIL numFiles)"),
+        ("bytes_added", "BIGINT", "size_bytes minus the table's size at its snapshot before (negative: it shrank)"),
+        ("files_added", "BIGINT", "num_files minus the table's files at its snapshot before"),
+        ("seconds_since_previous", "DOUBLE", "Seconds since the table's snapshot before"),
+        ("bytes_per_day", "DOUBLE", "bytes_added scaled to a day: how fast the table grows"),
+        ("files_per_day", "DOUBLE", "files_added scaled to a day"),
+        ("is_latest", "BOOLEAN", "The table's latest snapshot (or its only row)"),
+        ("reason", "STRING", "Why a figure is NULL: the snapshot's own reason (table_missing, not_delta, "
+                             "not_measured, changed_while_measured), first_snapshot, previous_not_measured, "
+                             "table_recreated (a new table id or an older version), no_time_elapsed, or "
+                             "not_snapshotted (a configured table no snapshot holds); NULL when all are measured"),
+        ("snapshot_date", "DATE", "Date (UTC) of the snapshot"),
+    ],
+    f"""
+WITH ordered AS (
+  SELECT s.*,
+         lag(snapshot_time) OVER w AS previous_time,
+         lag(size_bytes) OVER w AS previous_size,
+         lag(num_files) OVER w AS previous_files,
+         lag(table_id) OVER w AS previous_table_id,
+         lag(delta_version) OVER w AS previous_version,
+         row_number() OVER (PARTITION BY table_name ORDER BY snapshot_time DESC, snapshot_id DESC) = 1 AS is_latest
+  FROM {{table_sizes}} s
+  WINDOW w AS (PARTITION BY table_name ORDER BY snapshot_time, snapshot_id)
+),
+judged AS (
+  SELECT *,
+         CASE
+           WHEN size_bytes IS NULL OR num_files IS NULL THEN coalesce(reason, 'not_measured')
+           WHEN previous_time IS NULL THEN 'first_snapshot'
+           WHEN previous_size IS NULL OR previous_files IS NULL THEN 'previous_not_measured'
+           WHEN NOT (table_id <=> previous_table_id) OR delta_version < previous_version THEN 'table_recreated'
+           WHEN snapshot_time <= previous_time THEN 'no_time_elapsed'
+         END AS growth_reason,
+         {seconds_between('previous_time', 'snapshot_time')} AS seconds
+  FROM ordered
+)
+SELECT
+  table_name, table_kind, source_table, snapshot_time, delta_version, size_bytes, num_files,
+  CASE WHEN growth_reason IS NULL THEN size_bytes - previous_size END AS bytes_added,
+  CASE WHEN growth_reason IS NULL THEN num_files - previous_files END AS files_added,
+  CASE WHEN growth_reason IS NULL THEN seconds END AS seconds_since_previous,
+  CASE WHEN growth_reason IS NULL THEN (size_bytes - previous_size) * 86400.0 / seconds END AS bytes_per_day,
+  CASE WHEN growth_reason IS NULL THEN (num_files - previous_files) * 86400.0 / seconds END AS files_per_day,
+  is_latest, growth_reason AS reason, snapshot_date
+FROM judged
+UNION ALL
+SELECT e.table_name, e.table_kind, e.source_table, CAST(NULL AS TIMESTAMP), CAST(NULL AS BIGINT),
+       CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
+       CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), true, 'not_snapshotted', CAST(NULL AS DATE)
+FROM {{ingest_tables}} e
+WHERE e.table_name NOT IN (SELECT table_name FROM {{table_sizes}} WHERE table_name IS NOT NULL)
+""",
+    partition_cols=("snapshot_date",),
+)
+
 # -- health metrics: one SELECT per metric, each (metric_name, metric_value, reason) ---------------
 _LAST_UPDATE = "no ingest update has finished yet"
 
@@ -1554,6 +1625,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     QUARANTINE_DAILY,
     RECONCILIATION,
     MEASUREMENT_GAPS,
+    TABLE_GROWTH,
     HEALTH_METRICS,
 )
 
