@@ -83,8 +83,10 @@ def test_dangling_resource_reference_is_reported_for_every_target(copy):
     edit(copy / "resources" / "lakewatch.job.yml", "resources.pipelines.lakewatch_observability.id",
          "resources.pipelines.lakewatch_observabilty.id")
     found = messages(copy)
+    tasks = yaml.safe_load((copy / "resources" / "lakewatch.job.yml").read_text())["resources"]["jobs"]["lakewatch_job"]
+    [index] = [i for i, task in enumerate(tasks["tasks"]) if task["task_key"] == "observability"]
     assert len(found) == 2  # dev and prod
-    assert all("tasks[2].pipeline_task.pipeline_id" in m and "no pipelines resource 'lakewatch_observabilty'" in m
+    assert all(f"tasks[{index}].pipeline_task.pipeline_id" in m and "no pipelines resource 'lakewatch_observabilty'" in m
                for m in found)
 
 
