@@ -175,4 +175,6 @@ def run_python_task(runner: Any, bundle: Any, job_key: str, task: dict[str, Any]
         message = f"{type(e).__name__}: {engine_message(e).splitlines()[0] if str(e).strip() else ''}".rstrip(": ")
         say(f"job {job_key}: task {key} FAILED: {message}")
         return TaskResult(key, "FAILED", error=message, seconds=time.monotonic() - started)
-    return TaskResult(key, "SUCCESS", python=returned, seconds=time.monotonic() - started)
+    seconds = time.monotonic() - started
+    say(f"job {job_key}: task {key}: done in {seconds:.1f}s")
+    return TaskResult(key, "SUCCESS", python=returned, seconds=seconds)

@@ -109,6 +109,12 @@ def test_missing_sql_file_of_a_job_task(copy):
             "'../jobs/archive_event_log.sql' does not exist") in messages(copy)
 
 
+def test_missing_python_file_of_a_job_task(copy):
+    (copy / "jobs" / "snapshot_table_sizes.py").unlink()
+    assert ("resources/lakewatch.job.yml: resources.jobs.lakewatch_job.tasks[2].spark_python_task.python_file: "
+            "'../jobs/snapshot_table_sizes.py' does not exist") in messages(copy)
+
+
 def test_production_rules(copy):
     def no_root_no_run_as(data):
         del prod(data)["workspace"]["root_path"], prod(data)["run_as"]

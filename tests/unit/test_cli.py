@@ -187,6 +187,15 @@ def test_a_sql_task_that_cannot_run_is_refused_before_the_engine(capsys, bundle_
     assert reason in err
 
 
+def test_a_python_task_without_its_file_is_refused_before_the_engine(capsys, bundle_copy):
+    bundle_copy.edit("resources/lakewatch.job.yml", "python_file: ../jobs/snapshot_table_sizes.py",
+                     "python_file: ../jobs/snapshot.py")
+    bundle_copy.landing("orders", "customers", "payments")
+    err = refused(capsys, bundle_copy, "job")
+    assert "[JOB_PYTHON_TASK_INVALID] Task 'snapshot_table_sizes' of job 'lakewatch_job' cannot run" in err
+    assert "jobs/snapshot.py does not exist" in err
+
+
 def test_only_local_landing_folders_are_checked():
     from pipelines.local.preflight import local_path
 
