@@ -23,7 +23,8 @@ does not exist locally; the snapshot here is taken at every job run and runs the
 
 Nothing is invented: a table that is not there, is not Delta, or could not be described is a row
 with NULL size, files and version and a `reason` (`table_missing`, `not_delta: <format>`,
-`not_measured: <error class>`, `changed_while_measured`), never zeros.
+`not_measured: <error class>`, `changed_while_measured`), never zeros; a table whose history could
+not be read keeps its size and files with a NULL version (`version_not_measured: <error class>`).
 
 The same code runs on both engines (the ingest tables are `<catalog>.<schema>.<name>` on both: the
 local runner registers its Delta sink as a table of that name), so nothing here goes through the
@@ -55,7 +56,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("delta_version", "BIGINT", "Delta version the size and files belong to"),
     ("size_bytes", "BIGINT", "Bytes of the data files of that version (DESCRIBE DETAIL sizeInBytes)"),
     ("num_files", "BIGINT", "Data files of that version (DESCRIBE DETAIL numFiles)"),
-    ("reason", "STRING", "Why size, files and version are NULL (NULL when measured)"),
+    ("reason", "STRING", "Why a figure of the row is NULL (NULL when all are measured)"),
     ("snapshot_date", "DATE", "Date (UTC) of snapshot_time: the partition"),
 )
 DDL = ", ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
@@ -128,13 +129,19 @@ def latest_commit(spark: Any, quoted: str) -> tuple[int, Any] | None:
     return (int(rows[0]["version"]), rows[0]["timestamp"]) if rows else None
 
 
+def _failure(error: BaseException) -> str:
+    found = error_class(error)
+    return found or (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
 def measure(spark: Any, full_name: str, attempts: int = ATTEMPTS) -> Measurement:
     """Size, files and version of one table's current version (module docstring), or NULLs and why.
 
     The version is the latest commit's, read before `DESCRIBE DETAIL`. The detail belongs to it when
     its `lastModified` is that commit's timestamp (one history read: the usual case); otherwise the
     history is read again, and an unchanged latest version confirms it. A commit in between makes the
-    table measured again."""
+    table measured again. Should the history be refused while the detail is not, size and files are
+    kept and only the version is NULL (`version_not_measured: ...`)."""
     quoted = quote_parts(full_name)
     try:
         if not spark.catalog.tableExists(full_name):
@@ -143,22 +150,27 @@ def measure(spark: Any, full_name: str, attempts: int = ATTEMPTS) -> Measurement
         pass
     for _ in range(attempts):
         try:
-            before = latest_commit(spark, quoted)
+            before, history_error = latest_commit(spark, quoted), None
+        except Exception as e:  # noqa: BLE001 (the detail may still be there: see below)
+            before, history_error = None, e
+        try:
             detail = spark.sql(f"DESCRIBE DETAIL {quoted}").collect()[0].asDict()
-            same = before is not None and (detail.get("lastModified") == before[1]
-                                           or latest_commit(spark, quoted) == before)
         except Exception as e:  # noqa: BLE001 (any failure is this table's reason, not the task's end)
-            found = error_class(e)
-            if found in _MISSING:
+            if error_class(e) in _MISSING:
                 return Measurement(reason="table_missing")
-            first_line = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-            return Measurement(reason=f"not_measured: {found or first_line}")
+            return Measurement(reason=f"not_measured: {_failure(e)}")
         if str(detail.get("format") or "").lower() != "delta":
             return Measurement(reason=f"not_delta: {detail.get('format')}")
+        figures = (detail.get("id"), detail.get("sizeInBytes"), detail.get("numFiles"))
         if before is None:
-            return Measurement(reason="not_measured: no Delta history")
+            why = _failure(history_error) if history_error is not None else "no Delta history"
+            return Measurement(figures[0], None, figures[1], figures[2], f"version_not_measured: {why}")
+        try:
+            same = detail.get("lastModified") == before[1] or latest_commit(spark, quoted) == before
+        except Exception as e:  # noqa: BLE001
+            return Measurement(figures[0], None, figures[1], figures[2], f"version_not_measured: {_failure(e)}")
         if same:
-            return Measurement(detail.get("id"), before[0], detail.get("sizeInBytes"), detail.get("numFiles"))
+            return Measurement(figures[0], before[0], figures[1], figures[2])
     return Measurement(reason="changed_while_measured")
 
 

@@ -1355,9 +1355,10 @@ TABLE_GROWTH = _table(
         ("files_per_day", "DOUBLE", "files_added scaled to a day"),
         ("is_latest", "BOOLEAN", "The table's latest snapshot (or its only row)"),
         ("reason", "STRING", "Why a figure is NULL: the snapshot's own reason (table_missing, not_delta, "
-                             "not_measured, changed_while_measured), first_snapshot, previous_not_measured, "
-                             "table_recreated (a new table id or an older version), no_time_elapsed, or "
-                             "not_snapshotted (a configured table no snapshot holds); NULL when all are measured"),
+                             "not_measured, changed_while_measured; version_not_measured: only the version), "
+                             "first_snapshot, previous_not_measured, table_recreated (a new table id or an older "
+                             "version), no_time_elapsed, or not_snapshotted (a configured table no snapshot "
+                             "holds); NULL when all are measured"),
         ("snapshot_date", "DATE", "Date (UTC) of the snapshot"),
     ],
     f"""
@@ -1391,7 +1392,7 @@ SELECT
   CASE WHEN growth_reason IS NULL THEN seconds END AS seconds_since_previous,
   CASE WHEN growth_reason IS NULL THEN (size_bytes - previous_size) * 86400.0 / seconds END AS bytes_per_day,
   CASE WHEN growth_reason IS NULL THEN (num_files - previous_files) * 86400.0 / seconds END AS files_per_day,
-  is_latest, growth_reason AS reason, snapshot_date
+  is_latest, coalesce(growth_reason, reason) AS reason, snapshot_date
 FROM judged
 UNION ALL
 SELECT e.table_name, e.table_kind, e.source_table, CAST(NULL AS TIMESTAMP), CAST(NULL AS BIGINT),

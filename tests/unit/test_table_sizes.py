@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -22,7 +21,7 @@ from pipelines.bundle import load_bundle
 from pipelines.config import Column, TableSpec
 from pipelines.local.job import run_job
 from pipelines.observability.tables import TABLE_GROWTH
-from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql, snapshot
+from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql, measure, snapshot
 from tests.eventlog_builders import TINY_DATA_CONF
 
 DB = "sizes_test"
@@ -44,27 +43,48 @@ def session(spark, tmp_path):
     session.sql(f"DROP DATABASE IF EXISTS {DB} CASCADE")
 
 
-def create(session: Any, name: str, folder: str | None = None) -> Path:
-    """An empty Delta table (version 0) in a folder of the test's own."""
+def data(session: Any, name: str, start: int, end: int, files: int = 1) -> Any:
+    """Rows start..end-1 of table `name`, in `files` partitions (one data file each when written)."""
+    columns = ["'orders' AS source_table", "concat('{bad ', id) AS _corrupt_record"] \
+        if name == "corrupt_records_sink" else ["CAST(id AS STRING) AS order_id", "id * 1.5 AS amount"]
+    return session.range(start, end, 1, files).selectExpr(*columns)
+
+
+def create(session: Any, name: str, rows: int = 0, files: int = 1, folder: str | None = None) -> None:
+    """A Delta table in a folder of the test's own: version 0 holds `rows` rows in `files` files."""
     path = session.tmp / (folder or name)
-    columns = "source_table STRING, _corrupt_record STRING" if name == "corrupt_records_sink" else \
-        "order_id STRING, amount DOUBLE"
-    session.sql(f"CREATE TABLE {DB}.{name} ({columns}) USING DELTA LOCATION '{path}'")
-    return path
+    if rows:
+        data(session, name, 0, rows, files).write.format("delta").option("path", str(path)).saveAsTable(f"{DB}.{name}")
+    else:
+        columns = "source_table STRING, _corrupt_record STRING" if name == "corrupt_records_sink" else \
+            "order_id STRING, amount DOUBLE"
+        session.sql(f"CREATE TABLE {DB}.{name} ({columns}) USING DELTA LOCATION '{path}'")
 
 
 def append(session: Any, name: str, start: int, end: int) -> None:
     """One commit of rows start..end-1."""
-    columns = ["'orders' AS source_table", "concat('{bad ', id) AS _corrupt_record"] \
-        if name == "corrupt_records_sink" else ["CAST(id AS STRING) AS order_id", "id * 1.5 AS amount"]
-    session.range(start, end).selectExpr(*columns).write.format("delta").mode("append").saveAsTable(f"{DB}.{name}")
+    data(session, name, start, end).write.format("delta").mode("append").saveAsTable(f"{DB}.{name}")
 
 
-def oracle(session: Any, path: Path) -> tuple[int, int]:
-    """(bytes, files) of the data files Spark reads for the table at `path`."""
-    files = session.read.format("delta").load(str(path)).inputFiles()
+def oracle(session: Any, name: str) -> tuple[int, int]:
+    """(bytes, files) of the data files Spark reads for the table: the files its scan lists, each file's
+    size from the file system."""
+    files = session.table(f"{DB}.{name}").inputFiles()
     local = [unquote(urlparse(f).path) for f in files]
     return sum(os.path.getsize(f) for f in local), len(local)
+
+
+class RefusingHistory:
+    """The session, but DESCRIBE HISTORY fails (as a runtime that does not offer it on a table would)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.catalog = session.catalog
+
+    def sql(self, text: str) -> Any:
+        if text.startswith("DESCRIBE HISTORY"):
+            raise RuntimeError("[UNSUPPORTED_FEATURE.TABLE_OPERATION] DESCRIBE HISTORY is not supported here")
+        return self.session.sql(text)
 
 
 def clock(*times: dt.datetime):
@@ -83,29 +103,25 @@ def latest(rows: dict) -> dict[str, dict[str, Any]]:
 
 
 def test_size_files_and_growth_equal_what_spark_reads_before_and_after_appends(session):
-    paths = {
-        "orders_bronze": create(session, "orders_bronze"),
-        "orders": create(session, "orders"),
-        "corrupt_records_sink": create(session, "corrupt_records_sink"),
-    }
-    append(session, "orders_bronze", 0, 50)
-    append(session, "orders_bronze", 50, 80)
-    append(session, "orders", 0, 40)
-    append(session, "corrupt_records_sink", 0, 3)
-    versions = {"orders_bronze": 2, "orders": 1, "corrupt_records_sink": 1}  # CREATE is version 0
-    before = {name: oracle(session, path) for name, path in paths.items()}
-    assert before["orders_bronze"][1] >= 2 and before["corrupt_records_sink"][1] >= 1  # real files to count
+    create(session, "orders_bronze", rows=80, files=2)
+    create(session, "orders", rows=40)
+    create(session, "corrupt_records_sink", rows=3)
+    names = ("orders_bronze", "orders", "corrupt_records_sink")
 
     first = snapshot(session, TARGET, "spark_catalog", DB, [ORDERS], clock=clock(*[T0] * 3))
+    before = {name: oracle(session, name) for name in names}
+    assert before["orders_bronze"][1] == 2 and before["corrupt_records_sink"][1] == 1  # real files to count
     assert {r[2]: (r[7], r[8], r[9], r[10]) for r in first.rows} == {
-        name: (versions[name], size, files, None) for name, (size, files) in before.items()}
+        name: (0, size, files, None) for name, (size, files) in before.items()}  # each table's one commit
 
-    # More rows in bronze; the clean table and the sink get nothing.
+    # More rows in bronze (a second commit); the clean table and the sink get nothing.
     append(session, "orders_bronze", 80, 200)
-    after = {name: oracle(session, path) for name, path in paths.items()}
-    assert after["orders_bronze"][0] > before["orders_bronze"][0]
     t1 = T0 + dt.timedelta(hours=2)
-    snapshot(session, TARGET, "spark_catalog", DB, [ORDERS], clock=clock(*[t1] * 3))
+    second = snapshot(session, TARGET, "spark_catalog", DB, [ORDERS], clock=clock(*[t1] * 3))
+    after = {name: oracle(session, name) for name in names}
+    assert after["orders_bronze"][0] > before["orders_bronze"][0]
+    assert {r[2]: (r[7], r[8], r[9]) for r in second.rows} == {
+        name: (1 if name == "orders_bronze" else 0, *figures) for name, figures in after.items()}
 
     rows = growth(session, [ORDERS])
     assert len(rows) == 6  # two snapshots of three tables
@@ -132,18 +148,21 @@ def test_size_files_and_growth_equal_what_spark_reads_before_and_after_appends(s
 
 
 def test_a_missing_table_is_null_with_a_reason_never_zero_and_a_recreated_one_has_no_growth(session):
-    create(session, "orders_bronze")
-    append(session, "orders_bronze", 0, 30)
+    create(session, "orders_bronze", rows=30)
     # The clean table and the sink are missing; `ghost` is configured but in no snapshot.
     result = snapshot(session, TARGET, "spark_catalog", DB, [ORDERS], clock=clock(*[T0] * 3))
     by_table = {r[2]: r for r in result.rows}
-    assert by_table["orders_bronze"][7:11] == (1, *oracle(session, session.tmp / "orders_bronze"), None)
+    assert by_table["orders_bronze"][7:11] == (0, *oracle(session, "orders_bronze"), None)
     for name in ("orders", "corrupt_records_sink"):
         assert by_table[name][6:11] == (None, None, None, None, "table_missing"), name
     assert sorted(result.not_measured) == [("corrupt_records_sink", "table_missing"), ("orders", "table_missing")]
+    # A runtime that refuses the table's history: size and files are still measured, only the version is NULL.
+    refused = measure(RefusingHistory(session), f"spark_catalog.{DB}.orders_bronze")
+    assert (refused.version, (refused.size_bytes, refused.num_files), refused.reason) == \
+        (None, oracle(session, "orders_bronze"), "version_not_measured: UNSUPPORTED_FEATURE")
     rows = latest(growth(session, [ORDERS, GHOST]))
     assert {name: (r["size_bytes"], r["num_files"], r["bytes_added"], r["reason"]) for name, r in rows.items()} == {
-        "orders_bronze": (*oracle(session, session.tmp / "orders_bronze"), None, "first_snapshot"),
+        "orders_bronze": (*oracle(session, "orders_bronze"), None, "first_snapshot"),
         "orders": (None, None, None, "table_missing"),
         "corrupt_records_sink": (None, None, None, "table_missing"),
         "ghost_bronze": (None, None, None, "not_snapshotted"),
@@ -157,12 +176,12 @@ def test_a_missing_table_is_null_with_a_reason_never_zero_and_a_recreated_one_ha
     # Bronze dropped and created again elsewhere (a new table id, version 0 again); the clean table
     # created (missing at the snapshot before): sizes measured, growth unknown, never a jump or 0.
     session.sql(f"DROP TABLE {DB}.orders_bronze")
-    path = create(session, "orders_bronze", folder="orders_bronze_again")
+    create(session, "orders_bronze", folder="orders_bronze_again")
     create(session, "orders")
     snapshot(session, TARGET, "spark_catalog", DB, [ORDERS], clock=clock(*[T0 + dt.timedelta(hours=1)] * 3))
     rows = latest(growth(session, [ORDERS]))
     assert (rows["orders_bronze"]["size_bytes"], rows["orders_bronze"]["reason"], rows["orders_bronze"]["bytes_added"]) \
-        == (oracle(session, path)[0], "table_recreated", None)
+        == (oracle(session, "orders_bronze")[0], "table_recreated", None)
     assert (rows["orders"]["size_bytes"], rows["orders"]["reason"], rows["orders"]["bytes_added"]) == \
         (0, "previous_not_measured", None)
     assert (rows["corrupt_records_sink"]["size_bytes"], rows["corrupt_records_sink"]["reason"]) == (None, "table_missing")
@@ -173,7 +192,11 @@ def test_the_job_runs_the_snapshot_task_with_the_bundle_parameters(session, proj
     the local session with the parameters the bundle resolves (conf/tables.yml's tables, the schema)."""
     bundle = load_bundle(project_root, overrides={"catalog": "spark_catalog", "schema": DB, "warehouse_id": "local"})
     job = bundle.resources("jobs")["lakewatch_job"]
-    job["tasks"] = [t for t in job["tasks"] if t["task_key"] in ("ingest", "snapshot_table_sizes")]
+    tasks = {t["task_key"]: t for t in job["tasks"]}
+    # The snapshot task as the bundle declares it, after an ingest task of its own (the job's other tasks
+    # are not this test's).
+    job["tasks"] = [{"task_key": "ingest", "pipeline_task": tasks["ingest"]["pipeline_task"]},
+                    tasks["snapshot_table_sizes"]]
     said: list[str] = []
     runner = SimpleNamespace(spark=session, run_update=lambda request: SimpleNamespace(ok=False))
     result = run_job(runner, bundle, "lakewatch_job", say=said.append)
