@@ -15,7 +15,8 @@
   home folder has its owner CAN_MANAGE in `permissions`, the run_as service principal and the readers
   group hold their Unity Catalog grants, every grant's privileges apply to its securable, every
   pipeline pins its session time zone to UTC, no alert subscribes to (and no job pages) an empty
-  notification destination.
+  notification destination, every job task that updates the ingest pipeline runs after a task that
+  creates its landing folders (jobs/prepare_landing.py) with the pipeline's tables and landing root.
 Each problem is one Finding naming the file, the place in it, what is wrong and the fix.
 """
 
@@ -60,8 +61,12 @@ TIME_ZONE = "UTC"
 SHARED_ROOTS = ("/Workspace/Shared", "/Shared")
 # A root under someone's home folder: that user or service principal holds CAN_MANAGE there.
 HOME_ROOT = re.compile(r"^(?:/Workspace)?/Users/([^/]+)/")
-# Least privilege for the principal that runs the pipelines: it owns what they create.
-RUNNER_GRANTS = {"schemas": ("USE_SCHEMA", "CREATE_TABLE", "CREATE_MATERIALIZED_VIEW"), "volumes": ("READ_VOLUME",)}
+# Least privilege for the principal that runs the pipelines and the job: it owns what they create. On
+# the landing volume it reads the files and writes: the job's prepare_landing task creates a missing
+# landing folder (Unity Catalog: creating files needs READ VOLUME and WRITE VOLUME), and a table's
+# clean_source deletes or moves files (Auto Loader's CF_CLEAN_SOURCE_UNAUTHORIZED_WRITE_PERMISSION).
+RUNNER_GRANTS = {"schemas": ("USE_SCHEMA", "CREATE_TABLE", "CREATE_MATERIALIZED_VIEW"),
+                 "volumes": ("READ_VOLUME", "WRITE_VOLUME")}
 # The privileges Unity Catalog grants on each securable a bundle `grants` block can name: the CLI's
 # own per-securable lists (SchemaGrantPrivilege, VolumeGrantPrivilege in bundle/config/resources,
 # v0.287.0). The CLI now types every grant with the SDK's list of all privileges, so a privilege of
@@ -314,6 +319,52 @@ def check_deploy_safety(bundle: Bundle) -> list[Finding]:
     return findings
 
 
+PIPELINE_TASK = re.compile(r"^\$\{resources\.pipelines\.([A-Za-z0-9_-]+)\.id\}$")
+
+
+def check_first_run(bundle: Bundle) -> list[Finding]:
+    """Every job task that updates a pipeline reading landing folders (its configuration names the
+    landing root and the tables) depends, directly or through other tasks, on a task that runs
+    jobs/prepare_landing.py with that pipeline's tables configuration and landing root: a bundle
+    creates the landing volume, not the folders in it, and the first update would fail on a missing
+    one (pipelines/landing.py)."""
+    from pipelines.adapter import LANDING_ROOT_KEY, TABLES_CONFIG_KEY
+    from pipelines.landing import TASK_FILE, prepares, preparing_tasks
+
+    findings: list[Finding] = []
+    pipelines = bundle.resources("pipelines")
+    for job_key, job in bundle.resources("jobs").items():
+        file = _rel(bundle.root, bundle.resource_file("jobs", job_key))
+        for i, task in enumerate(job.get("tasks") or []):
+            if not isinstance(task, Mapping):
+                continue
+            match = PIPELINE_TASK.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
+            configuration = (pipelines.get(match.group(1)) or {}).get("configuration") or {} if match else {}
+            if LANDING_ROOT_KEY not in configuration or TABLES_CONFIG_KEY not in configuration:
+                continue
+            where = f"{file}: resources.jobs.{job_key}.tasks[{i}] ({task.get('task_key')}, target {bundle.target})"
+            try:
+                tables = str(bundle.resolve(configuration[TABLES_CONFIG_KEY], where))
+                root = str(bundle.resolve(configuration[LANDING_ROOT_KEY], where))
+            except BundleError:
+                continue  # reported by check_references
+            preparers = preparing_tasks(bundle, job_key, str(task.get("task_key")))
+            if not preparers:
+                findings.append(Finding(where, (
+                    f"updates {match.group(1)}, which reads each table's landing folder under {LANDING_ROOT_KEY}, "
+                    f"but depends on no task that runs {TASK_FILE}: the first update after a deploy fails on a "
+                    "landing folder that does not exist yet (a bundle creates the volume, not the folders in it). "
+                    "Add a spark_python_task running ../jobs/prepare_landing.py with --tables-config and "
+                    f"--landing-root as the pipeline's, and `depends_on: [{{task_key: <that task>}}]` here")))
+            elif not any(prepares(bundle, job_key, t, tables, root) for t in preparers):
+                findings.append(Finding(where, (
+                    f"updates {match.group(1)}, which reads the tables of {tables} under {root}, but its "
+                    f"{', '.join(str(t.get('task_key')) for t in preparers)} task prepares other folders: give it "
+                    f"`--tables-config` and `--landing-root` as the pipeline's {TABLES_CONFIG_KEY} and "
+                    f"{LANDING_ROOT_KEY}")))
+    return findings
+
+
 def check_grants(bundle: Bundle) -> list[Finding]:
     """Every grant names a principal and privileges that Unity Catalog grants on its securable."""
     findings: list[Finding] = []
@@ -478,5 +529,6 @@ def check_bundle(root: Path, targets: Iterable[str] | None = None) -> list[Findi
         findings += check_models(bundle)
         findings += check_references(bundle)
         findings += check_deploy_safety(bundle)
+        findings += check_first_run(bundle)
         findings += check_grants(bundle)
     return list(dict.fromkeys(findings))  # a resource's problem is reported once, not once per target

@@ -64,8 +64,8 @@ ERROR_CLASSES: dict[str, str] = {
     # local engine
     "LANDING_FOLDER_NOT_FOUND": (
         "The ingest pipeline '{pipeline}' reads landing folders that do not exist: {missing}. Create "
-        "them (`mkdir -p {folders}`) or write files into them with `lakewatch generate` (with the same "
-        "--home or LAKEWATCH_HOME), then run again."
+        "them (`mkdir -p {folders}`){hint} or write files into them with `lakewatch generate` (with the "
+        "same --home or LAKEWATCH_HOME), then run again."
     ),
     "DELTA_JARS_MISSING": (
         "Delta Lake's jars are not resolved in {cache} ({missing}). Run `make setup` (or "

@@ -11,34 +11,31 @@ For `lakewatch run` (one pipeline) and `lakewatch job` (each pipeline task of th
 - for a pipeline that ingests landing files (its configuration also names `lakewatch.landing_root`):
   every table's landing is a folder under the landing root, and every landing folder exists. Only
   local folders are checked (a plain path or a `file:` URI); a folder behind another URI scheme
-  (`s3://`, `dbfs:/`, ...) is left to the engine.
+  (`s3://`, `dbfs:/`, ...) is left to the engine. In a job, a pipeline task that runs after a task
+  preparing its landing folders (jobs/prepare_landing.py with the pipeline's tables and landing
+  root: pipelines/landing.py) is not refused for a missing folder: that task creates it, as the
+  bundle's job does on Databricks.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Iterable
-from urllib.parse import urlparse
-from urllib.request import url2pathname
+from typing import Any, Iterable, Mapping
 
 from pipelines.adapter import LANDING_ROOT_KEY, TABLES_CONFIG_KEY
 from pipelines.config import load_tables
 from pipelines.errors import BundleError, LakewatchError
+from pipelines.landing import local_path, prepares, preparing_tasks
+
+__all__ = ["check_job", "check_update", "local_path"]
+
+RUN_HINT = ", run the bundle's job (`lakewatch job`), whose prepare_landing task creates them as it does on Databricks,"
 
 
-def local_path(path: str) -> Path | None:
-    """The local file system path of a folder, or None when it lives behind another URI scheme."""
-    parsed = urlparse(path)
-    if not parsed.scheme or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
-        return Path(path)
-    if parsed.scheme == "file":
-        return Path(url2pathname(parsed.path))
-    return None
-
-
-def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[str, str]] = ()) -> None:
+def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[str, str]] = (),
+                 prepared_by: Mapping[str, Any] | None = None) -> None:
     """Everything one update of `pipeline_key` reads, checked without starting the engine.
-    `configuration` is the extra pipeline configuration of the update (`--set`)."""
+    `configuration` is the extra pipeline configuration of the update (`--set`). `prepared_by`, for a
+    pipeline task of a job: the job's key and the tasks it runs after that prepare landing folders."""
     pipeline = project.pipeline(pipeline_key)  # resolves the whole resource; BundleError names the reference
     conf = {**pipeline.configuration, **project.settings.configuration, **dict(configuration)}
     tables_file = conf.get(TABLES_CONFIG_KEY)
@@ -49,6 +46,9 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
     if not root:
         return  # it reads the tables (e.g. observability), not their landing files
     folders = tables.landing_paths(root)  # CONFIG_INVALID_LANDING for a landing outside the root
+    if prepared_by is not None and any(prepares(project.bundle, prepared_by["job"], t, tables_file, root)
+                                       for t in prepared_by["tasks"]):
+        return  # a task before it creates the missing folders
     missing = []
     for table, folder in folders.items():
         path = local_path(folder)
@@ -60,6 +60,8 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
             "missing": "; ".join(f"table '{t}': {folder}" + ("" if not path.exists() else " (a file, not a folder)")
                                  for t, folder, path in missing),
             "folders": " ".join(str(path) for _, _, path in missing),
+            "hint": RUN_HINT if prepared_by is None else
+            " (no task this pipeline task runs after prepares them: see `lakewatch check`),",
         })
 
 
@@ -82,7 +84,8 @@ def check_job(project: Any, job_key: str) -> None:
         match = PIPELINE_REFERENCE.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
         if match and match.group(1) not in checked:
             checked.add(match.group(1))
-            check_update(project, match.group(1))
+            preparers = preparing_tasks(project.bundle, job_key, str(task.get("task_key")))
+            check_update(project, match.group(1), prepared_by={"job": job_key, "tasks": preparers})
 
 
 def check_sql_task(project: Any, job_key: str, task: dict[str, Any]) -> None:

@@ -103,16 +103,62 @@ def test_unknown_target_key_and_missing_library_path(copy):
     assert any("lakewatch_observability.libraries[0]" in m and "does not exist" in m for m in found)
 
 
+def task_index(root: Path, task_key: str) -> int:
+    job = yaml.safe_load((root / "resources" / "lakewatch.job.yml").read_text())["resources"]["jobs"]["lakewatch_job"]
+    [index] = [i for i, task in enumerate(job["tasks"]) if task["task_key"] == task_key]
+    return index
+
+
 def test_missing_sql_file_of_a_job_task(copy):
     (copy / "jobs" / "archive_event_log.sql").unlink()
-    assert ("resources/lakewatch.job.yml: resources.jobs.lakewatch_job.tasks[1].sql_task.file.path: "
+    index = task_index(copy, "archive_event_log")
+    assert (f"resources/lakewatch.job.yml: resources.jobs.lakewatch_job.tasks[{index}].sql_task.file.path: "
             "'../jobs/archive_event_log.sql' does not exist") in messages(copy)
 
 
 def test_missing_python_file_of_a_job_task(copy):
     (copy / "jobs" / "snapshot_table_sizes.py").unlink()
-    assert ("resources/lakewatch.job.yml: resources.jobs.lakewatch_job.tasks[2].spark_python_task.python_file: "
+    index = task_index(copy, "snapshot_table_sizes")
+    assert (f"resources/lakewatch.job.yml: resources.jobs.lakewatch_job.tasks[{index}].spark_python_task.python_file: "
             "'../jobs/snapshot_table_sizes.py' does not exist") in messages(copy)
+
+
+def job_tasks(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["task_key"]: t for t in data["resources"]["jobs"]["lakewatch_job"]["tasks"]}
+
+
+def test_the_ingest_task_without_the_landing_folders_prepared(copy):
+    """First-run safety (issue 10.4): the ingest update runs after the task that creates the landing
+    folders; without that dependency, the first update after a deploy fails on a missing folder."""
+    rewrite(copy / "resources" / "lakewatch.job.yml", lambda d: job_tasks(d)["ingest"].pop("depends_on"))
+    found = messages(copy)
+    index = task_index(copy, "ingest")
+    assert any(f"resources.jobs.lakewatch_job.tasks[{index}] (ingest, target dev)" in m
+               and "depends on no task that runs jobs/prepare_landing.py" in m
+               and "the first update after a deploy fails on a landing folder that does not exist yet" in m
+               for m in found), found
+    assert any("(ingest, target prod)" in m for m in found)
+
+
+def test_the_landing_folders_prepared_under_another_root(copy):
+    def elsewhere(data):
+        parameters = job_tasks(data)["prepare_landing"]["spark_python_task"]["parameters"]
+        parameters[parameters.index("--landing-root") + 1] = "/Volumes/${var.catalog}/${var.schema}/other"
+
+    rewrite(copy / "resources" / "lakewatch.job.yml", elsewhere)
+    found = messages(copy)
+    assert any("(ingest, target prod)" in m and "but its prepare_landing task prepares other folders" in m
+               and "`--tables-config` and `--landing-root` as the pipeline's lakewatch.tables_config and "
+               "lakewatch.landing_root" in m for m in found), found
+
+
+def test_the_landing_folders_prepared_for_another_tables_file(copy):
+    def other_tables(data):
+        parameters = job_tasks(data)["prepare_landing"]["spark_python_task"]["parameters"]
+        parameters[parameters.index("--tables-config") + 1] = "${workspace.file_path}/conf/other.yml"
+
+    rewrite(copy / "resources" / "lakewatch.job.yml", other_tables)
+    assert any("(ingest, target dev)" in m and "prepares other folders" in m for m in messages(copy))
 
 
 def test_production_rules(copy):
@@ -218,7 +264,17 @@ def test_service_principal_grant_missing_on_the_schema(copy):
 def test_service_principal_grant_missing_on_the_volume(copy):
     rewrite_main(copy, lambda d: prod(d)["resources"].pop("volumes"))
     [message] = messages(copy)
-    assert "resources.volumes.landing.grants" in message and "lacks READ_VOLUME" in message
+    assert "resources.volumes.landing.grants" in message and "lacks READ_VOLUME, WRITE_VOLUME" in message
+
+
+def test_service_principal_reads_the_volume_but_cannot_write_there(copy):
+    """The job's prepare_landing task creates a missing landing folder as the run_as service principal
+    (and clean_source deletes or moves files there): READ_VOLUME alone fails the first job run when the
+    principal does not own the volume."""
+    rewrite_main(copy, lambda d: grant(d, "volumes", "landing", SP).update(privileges=["READ_VOLUME"]))
+    [message] = messages(copy)
+    assert "targets.prod: resources.volumes.landing.grants" in message and "lacks WRITE_VOLUME" in message
+    assert "privileges [READ_VOLUME, WRITE_VOLUME]" in message
 
 
 def test_a_privilege_of_another_securable(copy):

@@ -128,14 +128,42 @@ def test_a_landing_outside_the_root_is_refused_before_the_engine(capsys, bundle_
     assert f"relative to the landing root {root}" in err and fix in err
 
 
-@pytest.mark.parametrize("command", ["run", "job"])
-def test_a_missing_landing_folder_is_refused_before_the_engine(capsys, bundle_copy, command):
+def test_a_missing_landing_folder_is_refused_before_the_engine(capsys, bundle_copy):
+    """The pipeline alone (`lakewatch run`) does not start on a missing landing folder, as the pipeline
+    alone fails on Databricks; the job creates the folders first (its prepare_landing task)."""
     bundle_copy.landing("orders", "payments")
-    err = refused(capsys, bundle_copy, command)
+    err = refused(capsys, bundle_copy, "run")
     folder = bundle_copy.home / "landing" / "customers"
     assert f"[LANDING_FOLDER_NOT_FOUND] The ingest pipeline 'lakewatch_ingest' reads landing folders that do not exist: table 'customers': {folder}." in err
     assert f"`mkdir -p {folder}`" in err and "`lakewatch generate`" in err
+    assert "run the bundle's job (`lakewatch job`), whose prepare_landing task creates them" in err
     assert "table 'orders'" not in err
+
+
+def test_the_job_is_not_refused_for_landing_folders_its_first_task_creates(bundle_copy):
+    from pipelines.local import project as project_module
+    from pipelines.local.home import LocalHome
+    from pipelines.local.preflight import check_job
+
+    project = project_module.LocalProject(home=LocalHome(bundle_copy.home))
+    check_job(project, "lakewatch_job")  # no landing folder exists: prepare_landing runs before ingest
+    assert not (bundle_copy.home / "landing").exists()  # the check itself creates nothing
+
+
+def test_a_job_that_does_not_prepare_the_landing_folders_is_refused_before_the_engine(capsys, bundle_copy):
+    bundle_copy.edit("resources/lakewatch.job.yml", "          depends_on:\n            - task_key: prepare_landing\n", "")
+    bundle_copy.landing("orders", "payments")
+    err = refused(capsys, bundle_copy, "job")
+    assert "[LANDING_FOLDER_NOT_FOUND] The ingest pipeline 'lakewatch_ingest' reads landing folders that do not exist: " \
+           f"table 'customers': {bundle_copy.home / 'landing' / 'customers'}." in err
+    assert "no task this pipeline task runs after prepares them: see `lakewatch check`" in err
+
+
+def test_a_job_that_prepares_other_landing_folders_is_refused_before_the_engine(capsys, bundle_copy):
+    bundle_copy.edit("resources/lakewatch.job.yml", "              - ${var.landing_root}\n",
+                     "              - ${var.landing_root}/elsewhere\n")
+    err = refused(capsys, bundle_copy, "job")
+    assert "[LANDING_FOLDER_NOT_FOUND]" in err and f"table 'orders': {bundle_copy.home / 'landing' / 'orders'}" in err
 
 
 def test_a_landing_folder_set_on_the_command_line_is_the_one_checked(capsys, bundle_copy, tmp_path):
