@@ -30,7 +30,7 @@ from pipelines.eventlog import events as E
 from pipelines.errors import engine_message
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
-from pipelines.local import inflight, jvm_log, measure
+from pipelines.local import codegen, inflight, jvm_log, measure
 from pipelines.local.capture import BatchProgress, ProgressCollector
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
@@ -170,6 +170,7 @@ class _Update:
         self.mv_versions: dict[str, int] = {}
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
+        self.codegen_reason = ""  # why the update compiles or interprets expressions (codegen.choose)
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -372,6 +373,7 @@ class _Update:
             self.committed_before = self.committed_now()
             self.collector = ProgressCollector(on_batch=self.record_batch)
             self.spark.streams.addListener(self.collector)
+            restore = self.apply_codegen_choice()
         run_started = time.monotonic()
         try:
             results = start_run(
@@ -392,8 +394,35 @@ class _Update:
             with self.clock("wait for progress events"):
                 self.wait_for_progress()
             self.spark.streams.removeListener(self.collector)
+            restore()
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
+
+    def apply_codegen_choice(self) -> Callable[[], None]:
+        """Sets the update's code generation mode from its landing backlog (pipelines/local/codegen.py)
+        on the session; returns what puts the session's settings back (a job runs further updates on it)."""
+        backlogs: list[int | None] = []
+        for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
+            try:
+                backlogs.append(C.backlog(landing, self.checkpoint(flow)).bytes)
+            except FileNotFoundError:
+                backlogs.append(0)  # no landing folder: nothing to read (the flow reports the folder)
+            except Exception:  # noqa: BLE001 (an unreadable checkpoint: the backlog is unknown)
+                backlogs.append(None)
+        choice = codegen.choose(backlogs, self.configuration())
+        self.codegen_reason = choice.reason
+        before = {key: self.spark.conf.get(key, None) for key in choice.settings}
+        for key, value in choice.settings.items():
+            self.spark.conf.set(key, value)
+
+        def restore() -> None:
+            for key, value in before.items():
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
+
+        return restore
 
     def on_sdp_event(self, event: SdpEvent) -> None:
         self.sdp_events.append(event)
