@@ -30,7 +30,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 MAX_DECIMAL_PRECISION = 38
 DEFAULT_DECIMAL = (10, 0)
@@ -211,6 +211,11 @@ def quote_string(value: str) -> str:
     """A Spark SQL string literal that reads back as `value`."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
+
+def empty_relation_sql(columns: Iterable[tuple[str, str]]) -> str:
+    """`(SELECT CAST(NULL AS <type>) AS <name>, ... WHERE false)`: no rows with these (name, type)
+    columns, read in place of a table that does not exist yet."""
+    return "(SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in columns) + " WHERE false)"
 
 # -- tokens ------------------------------------------------------------------------------------
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pipelines.config import CORRUPT_RECORDS_SINK, TableSpec
+from pipelines.sqltypes import empty_relation_sql
 
 BRONZE, CLEAN, SINK = "bronze", "clean", "sink"
 
@@ -93,7 +94,7 @@ def ingest_tables_sql(tables: Sequence[TableSpec]) -> str:
 
 def empty_sizes_sql() -> str:
     """No rows, the snapshot table's columns: what `table_growth` reads before the first snapshot."""
-    return "(SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind, _ in COLUMNS) + " WHERE false)"
+    return empty_relation_sql((name, kind) for name, kind, _ in COLUMNS)
 
 
 def quote_parts(full_name: str) -> str:

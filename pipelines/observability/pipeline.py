@@ -14,13 +14,23 @@ from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY,
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
 from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql, table_properties
+from pipelines.sqltypes import empty_relation_sql
 from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
 
 def empty_sink_sql() -> str:
     """`(SELECT CAST(NULL AS STRING) AS source_table, ... WHERE false)`: no rows, the sink's columns."""
-    columns = [column.strip().split(" ", 1) for column in SINK_SCHEMA_DDL.split(",")]
-    return "(SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in columns) + " WHERE false)"
+    return empty_relation_sql(column.strip().split(" ", 1) for column in SINK_SCHEMA_DDL.split(","))
+
+
+def table_or_empty(spark: Any, name: str, empty: str) -> str:
+    """`name`, or `empty` (no rows with its columns) when the catalog says the table does not exist
+    yet. Should the catalog not answer, the table is read as named: no answer is not a missing table."""
+    try:
+        exists = bool(spark.catalog.tableExists(name))
+    except Exception:  # noqa: BLE001 (no answer is not a missing table)
+        exists = True
+    return name if exists else empty
 
 
 def sink_source(spark: Any, sink: str) -> str:
@@ -31,11 +41,7 @@ def sink_source(spark: Any, sink: str) -> str:
     and `quarantine_deliveries` (hence `quarantine_daily`, `reconciliation`, `health_metrics`) would fail
     the whole observability update. The local runner creates the sink up front. Should the catalog
     not answer, the table is read as before."""
-    try:
-        exists = bool(spark.catalog.tableExists(sink))
-    except Exception:  # noqa: BLE001 (no answer is not a missing table)
-        exists = True
-    return sink if exists else empty_sink_sql()
+    return table_or_empty(spark, sink, empty_sink_sql())
 
 
 def history_source(spark: Any) -> str | None:
@@ -57,12 +63,7 @@ def table_sizes_source(spark: Any) -> str:
     task creates it at its first run): `table_growth` then says `not_snapshotted` for every table.
     Should the catalog not answer, the table is read as named."""
     name = spark.conf.get(TABLE_SIZES_KEY, None)
-    if not name:
-        return empty_sizes_sql()
-    try:
-        return name if spark.catalog.tableExists(name) else empty_sizes_sql()
-    except Exception:  # noqa: BLE001 (no answer is not a missing table)
-        return name
+    return table_or_empty(spark, name, empty_sizes_sql()) if name else empty_sizes_sql()
 
 
 def sources(spark: Any) -> dict[str, str]:
