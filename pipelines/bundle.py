@@ -24,6 +24,14 @@ import yaml
 from pipelines.errors import BundleError
 
 REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\[\]-]+)\}")
+# A job's pipeline_task.pipeline_id as a bundle writes it: ${resources.pipelines.<key>.id}
+PIPELINE_ID_REFERENCE = re.compile(r"^\$\{resources\.pipelines\.([A-Za-z0-9_-]+)\.id\}$")
+
+
+def task_pipeline_key(task: Mapping[str, Any]) -> str | None:
+    """The key of the bundle's pipeline a job task updates; None for a task that updates none of them."""
+    match = PIPELINE_ID_REFERENCE.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
+    return match.group(1) if match else None
 BUNDLE_FILE = "databricks.yml"
 LOCAL_SETTINGS_FILE = "lakewatch.local.yml"
 LOCAL_TARGET = "local"

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
-from pipelines.bundle import BUNDLE_FILE, Bundle, load_bundle
+from pipelines.bundle import BUNDLE_FILE, Bundle, load_bundle, task_pipeline_key
 from pipelines.errors import BundleError
 
 # Keys of the bundle JSON schema (databricks/cli bundle/schema/jsonschema.json, v1.13 and later).
@@ -319,9 +319,6 @@ def check_deploy_safety(bundle: Bundle) -> list[Finding]:
     return findings
 
 
-PIPELINE_TASK = re.compile(r"^\$\{resources\.pipelines\.([A-Za-z0-9_-]+)\.id\}$")
-
-
 def check_first_run(bundle: Bundle) -> list[Finding]:
     """Every job task that updates a pipeline reading landing folders (its configuration names the
     landing root and the tables) depends, directly or through other tasks, on a task that runs
@@ -338,8 +335,8 @@ def check_first_run(bundle: Bundle) -> list[Finding]:
         for i, task in enumerate(job.get("tasks") or []):
             if not isinstance(task, Mapping):
                 continue
-            match = PIPELINE_TASK.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
-            configuration = (pipelines.get(match.group(1)) or {}).get("configuration") or {} if match else {}
+            pipeline_key = task_pipeline_key(task)
+            configuration = (pipelines.get(pipeline_key) or {}).get("configuration") or {} if pipeline_key else {}
             if LANDING_ROOT_KEY not in configuration or TABLES_CONFIG_KEY not in configuration:
                 continue
             where = f"{file}: resources.jobs.{job_key}.tasks[{i}] ({task.get('task_key')}, target {bundle.target})"
@@ -351,14 +348,14 @@ def check_first_run(bundle: Bundle) -> list[Finding]:
             preparers = preparing_tasks(bundle, job_key, str(task.get("task_key")))
             if not preparers:
                 findings.append(Finding(where, (
-                    f"updates {match.group(1)}, which reads each table's landing folder under {LANDING_ROOT_KEY}, "
+                    f"updates {pipeline_key}, which reads each table's landing folder under {LANDING_ROOT_KEY}, "
                     f"but depends on no task that runs {TASK_FILE}: the first update after a deploy fails on a "
                     "landing folder that does not exist yet (a bundle creates the volume, not the folders in it). "
                     "Add a spark_python_task running ../jobs/prepare_landing.py with --tables-config and "
                     f"--landing-root as the pipeline's, and `depends_on: [{{task_key: <that task>}}]` here")))
             elif not any(prepares(bundle, job_key, t, tables, root) for t in preparers):
                 findings.append(Finding(where, (
-                    f"updates {match.group(1)}, which reads the tables of {tables} under {root}, but its "
+                    f"updates {pipeline_key}, which reads the tables of {tables} under {root}, but its "
                     f"{', '.join(str(t.get('task_key')) for t in preparers)} task prepares other folders: give it "
                     f"`--tables-config` and `--landing-root` as the pipeline's {TABLES_CONFIG_KEY} and "
                     f"{LANDING_ROOT_KEY}")))

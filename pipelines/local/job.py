@@ -12,17 +12,16 @@ whether a task runs, as Databricks Jobs do. Tasks of other kinds are reported as
 from __future__ import annotations
 
 import importlib.util
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipelines.bundle import task_pipeline_key
 from pipelines.errors import BundleError
 from pipelines.local.runner import UpdateRequest, UpdateResult
 from pipelines.local.sql_task import SqlTaskError, SqlTaskResult, run_sql_file
 
-PIPELINE_REFERENCE = re.compile(r"^\$\{resources\.pipelines\.([A-Za-z0-9_-]+)\.id\}$")
 
 
 @dataclass
@@ -82,16 +81,15 @@ def run_job(runner: Any, bundle: Any, job_key: str, say: Any = print) -> JobResu
             result.tasks.append(run_python_task(runner, bundle, job_key, task, say))
             states[key] = result.tasks[-1].state
             continue
-        reference = (task.get("pipeline_task") or {}).get("pipeline_id", "")
-        match = PIPELINE_REFERENCE.match(str(reference))
-        if not match:
+        pipeline_key = task_pipeline_key(task)
+        if pipeline_key is None:
             states[key] = "SKIPPED"
             say(f"job {job_key}: task {key} is not a pipeline task of this bundle; not run locally")
             result.tasks.append(TaskResult(key, "SKIPPED"))
             continue
-        say(f"job {job_key}: task {key} -> pipeline {match.group(1)}")
+        say(f"job {job_key}: task {key} -> pipeline {pipeline_key}")
         full_refresh = bool((task.get("pipeline_task") or {}).get("full_refresh", False))
-        update = runner.run_update(UpdateRequest(match.group(1), full_refresh=full_refresh, cause="JOB_TASK"))
+        update = runner.run_update(UpdateRequest(pipeline_key, full_refresh=full_refresh, cause="JOB_TASK"))
         states[key] = "SUCCESS" if update.ok else "FAILED"
         result.tasks.append(TaskResult(key, states[key], update))
     return result

@@ -67,7 +67,7 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
 
 def check_job(project: Any, job_key: str) -> None:
     """`check_update` for every pipeline task of a job (each pipeline once)."""
-    from pipelines.local.job import PIPELINE_REFERENCE
+    from pipelines.bundle import task_pipeline_key
 
     jobs = project.bundle.resources("jobs")
     if job_key not in jobs:
@@ -81,11 +81,11 @@ def check_job(project: Any, job_key: str) -> None:
         if (task.get("spark_python_task") or {}).get("python_file"):
             check_python_task(project, job_key, task)
             continue
-        match = PIPELINE_REFERENCE.match(str((task.get("pipeline_task") or {}).get("pipeline_id", "")))
-        if match and match.group(1) not in checked:
-            checked.add(match.group(1))
+        pipeline_key = task_pipeline_key(task)
+        if pipeline_key is not None and pipeline_key not in checked:
+            checked.add(pipeline_key)
             preparers = preparing_tasks(project.bundle, job_key, str(task.get("task_key")))
-            check_update(project, match.group(1), prepared_by={"job": job_key, "tasks": preparers})
+            check_update(project, pipeline_key, prepared_by={"job": job_key, "tasks": preparers})
 
 
 def check_sql_task(project: Any, job_key: str, task: dict[str, Any]) -> None:
