@@ -280,6 +280,9 @@ class _Update:
     def register(self) -> None:
         self.registered_at = now()
         conf = self.configuration()
+        choice = codegen.choose(codegen.landing_backlogs(conf, self.storage, self.catalog, self.schema), conf)
+        self.codegen_reason = choice.reason
+        conf.update(choice.settings)  # the graph's SQL configuration: every flow of the update runs with it
         for key, value in conf.items():
             self.spark.conf.set(key, value)
         graph_id = create_dataflow_graph(self.spark, default_catalog=self.catalog, default_database=self.schema, sql_conf=conf)
@@ -373,7 +376,6 @@ class _Update:
             self.committed_before = self.committed_now()
             self.collector = ProgressCollector(on_batch=self.record_batch)
             self.spark.streams.addListener(self.collector)
-            restore = self.apply_codegen_choice()
         run_started = time.monotonic()
         try:
             results = start_run(
@@ -394,35 +396,8 @@ class _Update:
             with self.clock("wait for progress events"):
                 self.wait_for_progress()
             self.spark.streams.removeListener(self.collector)
-            restore()
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
-
-    def apply_codegen_choice(self) -> Callable[[], None]:
-        """Sets the update's code generation mode from its landing backlog (pipelines/local/codegen.py)
-        on the session; returns what puts the session's settings back (a job runs further updates on it)."""
-        backlogs: list[int | None] = []
-        for flow, landing in adapter.LOCAL_GRAPH.file_sources.items():
-            try:
-                backlogs.append(C.backlog(landing, self.checkpoint(flow)).bytes)
-            except FileNotFoundError:
-                backlogs.append(0)  # no landing folder: nothing to read (the flow reports the folder)
-            except Exception:  # noqa: BLE001 (an unreadable checkpoint: the backlog is unknown)
-                backlogs.append(None)
-        choice = codegen.choose(backlogs, self.configuration())
-        self.codegen_reason = choice.reason
-        before = {key: self.spark.conf.get(key, None) for key in choice.settings}
-        for key, value in choice.settings.items():
-            self.spark.conf.set(key, value)
-
-        def restore() -> None:
-            for key, value in before.items():
-                if value is None:
-                    self.spark.conf.unset(key)
-                else:
-                    self.spark.conf.set(key, value)
-
-        return restore
 
     def on_sdp_event(self, event: SdpEvent) -> None:
         self.sdp_events.append(event)
