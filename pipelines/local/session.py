@@ -29,7 +29,10 @@ TEST_TUNING = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
-    "spark.databricks.delta.snapshotPartitions": "2",
+    # Delta rebuilds a table's state from its log with this many shuffle partitions. Local logs are
+    # small (a checkpoint every 10 commits), so one task each: every dataset of an update loads
+    # several tables' state; the observability refresh used about a sixth less engine CPU (bench/RESULTS.md).
+    "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
 
