@@ -12,8 +12,9 @@ does the per-row work of a large read, is left as configured. Measured in bench/
 The choice goes into the update's pipeline configuration, which open-source SDP applies to every
 flow it runs: set on the session alone, it did not reach all of them (measured: the streaming
 flows' file reads and Delta writes still generated code). So it is chosen before the definitions
-are registered, from each table's landing folder and its bronze flow's checkpoint. Spark's own default is set explicitly for a large update, so an
-interpreted choice of an earlier update on the same session (a job's) does not carry over.
+are registered, from each table's landing folder and its bronze flow's checkpoint. Spark's own
+default is set explicitly for a large update, so an interpreted choice of an earlier update on the
+same session (a job's) does not carry over.
 """
 
 from __future__ import annotations

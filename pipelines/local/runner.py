@@ -170,7 +170,6 @@ class _Update:
         self.mv_versions: dict[str, int] = {}
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
-        self.codegen_reason = ""  # why the update compiles or interprets expressions (codegen.choose)
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -281,7 +280,6 @@ class _Update:
         self.registered_at = now()
         conf = self.configuration()
         choice = codegen.choose(codegen.landing_backlogs(conf, self.storage, self.catalog, self.schema), conf)
-        self.codegen_reason = choice.reason
         conf.update(choice.settings)  # the graph's SQL configuration: every flow of the update runs with it
         for key, value in conf.items():
             self.spark.conf.set(key, value)
