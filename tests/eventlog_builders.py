@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from pipelines.eventlog import events as E
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
-from pipelines.observability.tables import TABLES
+from pipelines.observability.tables import CLOCK, TABLES
 from pipelines.table_sizes import empty_sizes_sql
 
 NO_INGEST_TABLES = ("(SELECT CAST(NULL AS STRING) AS table_name, CAST(NULL AS STRING) AS table_kind, "
@@ -217,11 +217,17 @@ TINY_DATA_CONF = {
 }
 
 
+def clock_sql(now: datetime | None) -> str:
+    """The health metrics' clock: the pipeline's own (`CLOCK`), or the fixed instant `now`."""
+    return CLOCK if now is None else f"TIMESTAMP '{now.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S.%f}'"
+
+
 def observability_views(spark: Any, updates: Sequence[Update], file_state: Sequence[tuple] = (),
                         sink: Sequence[tuple] = (), bronze: Sequence[tuple] = (),
-                        only: Sequence[str] | None = None) -> dict[str, str]:
+                        only: Sequence[str] | None = None, now: datetime | None = None) -> dict[str, str]:
     """Registers the sources and the observability tables (all, or those `only` needs) as temporary
-    views; returns the sources. Tunes the session for tiny inputs (about twice as fast here: no
+    views; returns the sources. The health metrics read the clock at `now` when given (a scenario
+    placed around a fixed instant reads the same on any day, at any hour). Tunes the session for tiny inputs (about twice as fast here: no
     whole-stage code generation, no adaptive execution, one shuffle partition)."""
     for key, value in TINY_DATA_CONF.items():
         spark.conf.set(key, value)
@@ -231,7 +237,7 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
     spark.createDataFrame(list(bronze), BRONZE_DDL).createOrReplaceTempView("t_bronze")
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze",
                # no size snapshots, no ingest tables expected (tests/unit/test_table_sizes.py has its own)
-               "table_sizes": empty_sizes_sql(), "ingest_tables": NO_INGEST_TABLES}
+               "table_sizes": empty_sizes_sql(), "ingest_tables": NO_INGEST_TABLES, "now": clock_sql(now)}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.
@@ -248,9 +254,9 @@ class Inputs:
     bronze: list[tuple] = field(default_factory=list)
     sink: list[tuple] = field(default_factory=list)
 
-    def views(self, spark: Any, only: Sequence[str] | None = None) -> dict[str, str]:
+    def views(self, spark: Any, only: Sequence[str] | None = None, now: datetime | None = None) -> dict[str, str]:
         return observability_views(spark, self.updates, file_state=self.file_state, sink=self.sink,
-                                   bronze=self.bronze, only=only)
+                                   bronze=self.bronze, only=only, now=now)
 
 
 def full_refresh_story(now: datetime, databricks: bool = False) -> tuple[Inputs, Inputs]:

@@ -13,7 +13,7 @@ from typing import Any
 from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY, SCHEMA_KEY, TABLE_SIZES_KEY, engine_for
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
-from pipelines.observability.tables import TABLES, ObservabilityTable, bronze_union_sql, table_properties
+from pipelines.observability.tables import CLOCK, TABLES, ObservabilityTable, bronze_union_sql, table_properties
 from pipelines.sqltypes import empty_relation_sql
 from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
@@ -80,6 +80,7 @@ def sources(spark: Any) -> dict[str, str]:
         "bronze_union": bronze_union_sql(bronze),
         "table_sizes": table_sizes_source(spark),
         "ingest_tables": ingest_tables_sql(tables),
+        "now": CLOCK,
     }
 
 

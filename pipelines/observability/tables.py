@@ -29,11 +29,11 @@ Kinds of table, and what is incremental where
   in full at every update (truncate, then refill), so locally they cost what their inputs cost.
   On Databricks a materialized view can be refreshed incrementally when its query is deterministic
   and its Delta inputs have change data feed and row tracking: every table another view reads is
-  published with `delta.enableChangeDataFeed` and `delta.enableRowTracking`, no view uses
-  `current_timestamp()` except `health_metrics` (it is about now, and is recomputed at every
-  refresh), and "last N days" windows are bounded by the data (`flow_bottlenecks`: the 7 days up to
-  the latest flow run). Eligible for incremental refresh (group-by aggregates and joins over Delta):
-  `update_status`, `flow_throughput`, `flow_throughput_daily`, `backlog`, `expectation_results`,
+  published with `delta.enableChangeDataFeed` and `delta.enableRowTracking`, no view reads the
+  clock except `health_metrics` (it is about now, and is recomputed at every refresh; its clock is
+  the `{now}` placeholder, `CLOCK` in both engines, a fixed instant in tests), and "last N days"
+  windows are bounded by the data (`flow_bottlenecks`: the 7 days up to the latest flow run).
+  Eligible for incremental refresh (group-by aggregates and joins over Delta): `update_status`, `flow_throughput`, `flow_throughput_daily`, `backlog`, `expectation_results`,
   `expectation_results_daily`, `dropped_records`, `error_classes`, `schema_drift`, `file_latency`,
   `measurement_gaps`. Recomputed in full on Databricks too: views with window functions, percentiles,
   ranks, collect_set/ORDER BY ... LIMIT or non-Delta inputs (`landing_files` reads `cloud_files_state`
@@ -1405,6 +1405,9 @@ WHERE e.table_name NOT IN (SELECT table_name FROM {{table_sizes}} WHERE table_na
 )
 
 # -- health metrics: one SELECT per metric, each (metric_name, metric_value, reason) ---------------
+# The clock the metrics read ("today", "the last 24 hours", "hours since"): the `{now}` placeholder.
+CLOCK = "current_timestamp()"
+
 _LAST_UPDATE = "no ingest update has finished yet"
 
 
@@ -1425,9 +1428,9 @@ _KNOWN_BRONZE_ROWS = """CASE WHEN unmeasured_batches > 0 THEN CAST(NULL AS BIGIN
 
 _METRICS = [
     _m("errors_today", "count(*)", "NULL",
-       "errors WHERE error_date = current_date() AND update_id IN (SELECT update_id FROM update_status)"),
+       "errors WHERE error_date = CAST({now} AS DATE) AND update_id IN (SELECT update_id FROM update_status)"),
     _m("failed_updates_today", "count_if(final_state = 'FAILED')", "NULL",
-       "update_status WHERE update_date = current_date()"),
+       "update_status WHERE update_date = CAST({now} AS DATE)"),
     _m("last_update_failed", "max(CASE WHEN final_state = 'FAILED' THEN 1 ELSE 0 END)",
        f"CASE WHEN count(*) = 0 THEN '{_LAST_UPDATE}' END", "last_update"),
     _m("last_update_duration_seconds", "max(duration_seconds)",
@@ -1463,7 +1466,7 @@ _METRICS = [
     _m("lowest_pass_rate_today", "min(pass_rate)",
        "CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured today "
        "(counts of full refreshes left out)' END",
-       f"expectation_results WHERE update_date = current_date() AND expectation NOT IN {BRONZE_EXPECTATIONS} "
+       f"expectation_results WHERE update_date = CAST({{now}} AS DATE) AND expectation NOT IN {BRONZE_EXPECTATIONS} "
        "AND full_refresh IS NOT TRUE"),
     _m("backlog_files",
        "CASE WHEN count(b.flow_name) > 0 AND count_if(b.flow_name IS NOT NULL AND b.backlog_files IS NULL) = 0 "
@@ -1484,7 +1487,7 @@ _METRICS = [
     # Hours since the last COMPLETED update; when none ever completed, since the first update started
     # (the pipeline has been without a success that long). NULL only when no update ran at all.
     _m("hours_since_last_success",
-       "(unix_millis(current_timestamp()) - unix_millis(coalesce(max(end_time) FILTER (WHERE final_state = 'COMPLETED'), "
+       "(unix_millis({now}) - unix_millis(coalesce(max(end_time) FILTER (WHERE final_state = 'COMPLETED'), "
        "min(start_time)))) / 3600000.0",
        "CASE WHEN count(*) = 0 THEN 'no ingest update has run yet' END",
        "update_status"),
@@ -1523,20 +1526,20 @@ _METRICS = [
                  THEN 'only files committed again by a full refresh in the last 24 hours: their first commit is not known'
                WHEN count_if(latency_status = 'measured') = 0 THEN 'no file was first committed in the last 24 hours' END""",
        """file_latency
-          WHERE (latency_status = 'measured' AND first_commit_time >= current_timestamp() - INTERVAL 24 HOURS)
-             OR (latency_status = 'no_commit_time' AND first_ingested_at >= current_timestamp() - INTERVAL 24 HOURS)
-             OR (latency_status = 'recommitted_by_full_refresh' AND commit_time >= current_timestamp() - INTERVAL 24 HOURS)"""),
+          WHERE (latency_status = 'measured' AND first_commit_time >= {now} - INTERVAL 24 HOURS)
+             OR (latency_status = 'no_commit_time' AND first_ingested_at >= {now} - INTERVAL 24 HOURS)
+             OR (latency_status = 'recommitted_by_full_refresh' AND commit_time >= {now} - INTERVAL 24 HOURS)"""),
     # The week-over-week duration trend: completed incremental updates of the last 7 days against the
     # 7 days before (rolling, so a Monday morning is not a week of one update).
     _m("duration_week_over_week_change",
-       "avg(duration_seconds) FILTER (WHERE start_time >= current_timestamp() - INTERVAL 7 DAYS) "
-       "/ nullif(avg(duration_seconds) FILTER (WHERE start_time < current_timestamp() - INTERVAL 7 DAYS), 0) - 1",
-       """CASE WHEN count_if(start_time >= current_timestamp() - INTERVAL 7 DAYS) = 0
+       "avg(duration_seconds) FILTER (WHERE start_time >= {now} - INTERVAL 7 DAYS) "
+       "/ nullif(avg(duration_seconds) FILTER (WHERE start_time < {now} - INTERVAL 7 DAYS), 0) - 1",
+       """CASE WHEN count_if(start_time >= {now} - INTERVAL 7 DAYS) = 0
                  THEN 'no completed incremental update in the last 7 days'
-               WHEN count_if(start_time < current_timestamp() - INTERVAL 7 DAYS) = 0
+               WHEN count_if(start_time < {now} - INTERVAL 7 DAYS) = 0
                  THEN 'no completed incremental update in the 7 days before the last 7: no trend yet' END""",
        """update_status WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
-            AND start_time >= current_timestamp() - INTERVAL 14 DAYS"""),
+            AND start_time >= {now} - INTERVAL 14 DAYS"""),
     # Consecutive updates, newest first, in which the files waiting grew: sustained growth, whatever the count.
     _m("backlog_growth_streak",
        "CASE WHEN max_by(files, start_time) IS NOT NULL THEN coalesce(min(back) FILTER (WHERE grew IS NOT TRUE), "
@@ -1593,7 +1596,7 @@ last_incremental AS (
 metrics AS (
 {_METRICS_UNION}
 )
-SELECT metric_name, metric_value, reason, current_timestamp() AS checked_at FROM metrics
+SELECT metric_name, metric_value, reason, {{now}} AS checked_at FROM metrics
 """,
 )
 

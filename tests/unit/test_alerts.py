@@ -56,7 +56,9 @@ def test_empty_result_null_value_and_missing_column():
 
 
 # -- every alert of the bundle, on crafted event logs --------------------------------------------
-NOW = datetime.now(timezone.utc)
+# A fixed instant, read as the health metrics' clock too: every scenario means the same at any hour
+# (one placed before midnight is not "yesterday" just after it).
+NOW = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
 
 
 def ago(**delta: float) -> datetime:
@@ -210,7 +212,7 @@ def metrics_of(spark, scenario: Callable[[], Inputs]) -> list[tuple]:
     """(metric_name, metric_value, reason) of the health metrics of `scenario` (each built once)."""
     if scenario not in _built:
         session = spark.newSession()
-        scenario().views(session, only=["health_metrics"])
+        scenario().views(session, only=["health_metrics"], now=NOW)
         _built[scenario] = [(r["metric_name"], r["metric_value"], r["reason"])
                             for r in session.table("health_metrics").collect()]
     return _built[scenario]

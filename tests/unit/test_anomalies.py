@@ -139,7 +139,7 @@ def test_settings_are_checked():
 
 
 # -- the anomalies table from a crafted event log ------------------------------------------------
-NOW = datetime.now(timezone.utc)
+NOW = datetime(2026, 6, 15, 12, tzinfo=timezone.utc)  # also the health metrics' clock
 DURATIONS = [60, 61, 62, 60, 61, 62, 60, 61]
 
 
@@ -160,7 +160,7 @@ def story(history: int = len(DURATIONS)) -> Inputs:
 
 def anomalies_of(spark, inputs: Inputs) -> tuple[dict, dict]:
     session = spark.newSession()
-    inputs.views(session, only=["anomalies", "health_metrics"])
+    inputs.views(session, only=["anomalies", "health_metrics"], now=NOW)
     flagged = {(r["update_id"], r["metric"], r["subject"]): r.asDict() for r in session.table("anomalies").collect()}
     metrics = {r["metric_name"]: (r["metric_value"], r["reason"]) for r in session.table("health_metrics").collect()}
     return flagged, metrics

@@ -21,7 +21,6 @@ from tests.eventlog_builders import (
     full_refresh_story,
     observability_views,
     sink_row,
-    today_at,
     utc,
 )
 
@@ -58,6 +57,14 @@ def empty_update(update_id: str, start: dt.datetime) -> Update:
     return u.state("COMPLETED", 5)
 
 
+# A fixed instant, also the health metrics' clock: "today" and "hours since" mean the same at any hour.
+NOW = utc(2026, 6, 15, 12)
+
+
+def today_at(hour: int, minute: int = 0) -> dt.datetime:
+    return NOW.replace(hour=hour, minute=minute)
+
+
 @pytest.fixture(scope="module")
 def scenario(spark):
     """A session (own temporary views) holding the tables of four updates today."""
@@ -68,7 +75,7 @@ def scenario(spark):
         cancelled_update("u3", today_at(0, 30)),
         empty_update("u4", today_at(0, 40)),
     ]
-    observability_views(session, updates)
+    observability_views(session, updates, now=NOW)
     return session
 
 
@@ -323,8 +330,8 @@ def test_health_metrics_after_the_scenario(scenario):
     assert metrics["metrics_missing"] == 0 and metrics["files_not_reconciled"] == 0
     assert metrics["lowest_pass_rate_today"] is None  # only bronze's own expectations ran today
     u4_end = today_at(0, 40) + dt.timedelta(seconds=5)
-    expected_hours = (dt.datetime.now(dt.timezone.utc) - u4_end).total_seconds() / 3600
-    assert metrics["hours_since_last_success"] == pytest.approx(expected_hours, abs=0.05)
+    expected_hours = (NOW - u4_end).total_seconds() / 3600
+    assert metrics["hours_since_last_success"] == pytest.approx(expected_hours, abs=1e-6)
     assert metrics["ingestion_latency_p95_seconds_24h"] is None  # no file state: not measured
     reasons = dict(rows(scenario, "SELECT metric_name, reason FROM health_metrics"))
     assert reasons["ingestion_latency_p95_seconds_24h"] == "no file was first committed in the last 24 hours"
@@ -361,7 +368,7 @@ def test_tables_are_declared_in_dependency_order():
 def test_internal_updates_are_left_out_and_do_not_reset_hours_since_last_success(fresh):
     """validate-only, explore-only and maintenance updates are Databricks' internal runs: no row in
     update_status and after it, and a validate-only update after a failure is not a success."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = NOW
     ok = completed_update("ok", now - dt.timedelta(hours=3), rows=100)
     failed = failed_update("failed", now - dt.timedelta(hours=2))
     validate = Update("validate", now - dt.timedelta(hours=1), validate_only=True).completed(20)
@@ -370,7 +377,7 @@ def test_internal_updates_are_left_out_and_do_not_reset_hours_since_last_success
     maintenance.ran("orders_bronze", 2, 8, 7, batch_id=0)
     maintenance.flow("orders", "FAILED", 9, error=[("java.lang.IllegalStateException", "[VACUUM_FAILED] no")])
     maintenance.state("FAILED", 10, error=("java.lang.IllegalStateException", "[VACUUM_FAILED] no"))
-    observability_views(fresh, [ok, failed, validate, explore, maintenance])
+    observability_views(fresh, [ok, failed, validate, explore, maintenance], now=NOW)
     assert rows(fresh, "SELECT update_id FROM update_status ORDER BY start_time") == [("ok",), ("failed",)]
     assert rows(fresh, "SELECT DISTINCT update_id FROM flow_throughput ORDER BY 1") == [("failed",), ("ok",)]
     assert rows(fresh, "SELECT DISTINCT update_id FROM measurement_gaps ORDER BY 1") == [("failed",), ("ok",)]
@@ -380,7 +387,7 @@ def test_internal_updates_are_left_out_and_do_not_reset_hours_since_last_success
     assert metrics["last_update_failed"] == 1  # the failure is still the last update
     assert metrics["hours_since_last_success"] == pytest.approx(3 - 60 / 3600, abs=0.02)  # since "ok" ended
     assert metrics["errors_today"] == rows(fresh, "SELECT count(*) FROM errors WHERE update_id = 'failed' "
-                                                  "AND error_date = current_date()")[0][0]
+                                                  f"AND error_date = DATE'{NOW.date()}'")[0][0]
 
 
 # -- rows written: from whichever event carries them, once ------------------------------------------
@@ -475,8 +482,8 @@ def test_reconciliation_per_file(fresh):
 
 
 def test_reconciliation_is_zero_on_a_consistent_landing(fresh):
-    before, _ = full_refresh_story(dt.datetime.now(dt.timezone.utc))
-    before.views(fresh, only=["reconciliation"])
+    before, _ = full_refresh_story(NOW)
+    before.views(fresh, only=["reconciliation"], now=NOW)
     assert rows(fresh, "SELECT status, sum(difference), count(*) FROM reconciliation GROUP BY status") == [("ok", 0, 3)]
 
 
@@ -486,20 +493,21 @@ EARLIER_FIGURES = {
     "ingestion_latency_hourly": "SELECT * FROM ingestion_latency_hourly",
     "ingestion_latency_by_update": "SELECT * FROM ingestion_latency_by_update",
     "schema_drift": "SELECT * FROM schema_drift",
-    "quarantine_daily": "SELECT * FROM quarantine_daily WHERE day < current_date()",
+    "quarantine_daily": f"SELECT * FROM quarantine_daily WHERE day < DATE'{NOW.date()}'",
     "expectation_results_daily": "SELECT * FROM expectation_results_daily",
 }
 
 
 def test_a_full_refresh_changes_no_figure_of_earlier_days(spark):
-    before_inputs, after_inputs = full_refresh_story(dt.datetime.now(dt.timezone.utc))
+    before_inputs, after_inputs = full_refresh_story(NOW)
     before, after = spark.newSession(), spark.newSession()
-    before_inputs.views(before, only=list(EARLIER_FIGURES))
-    after_inputs.views(after, only=list(EARLIER_FIGURES))
+    before_inputs.views(before, only=list(EARLIER_FIGURES), now=NOW)
+    after_inputs.views(after, only=list(EARLIER_FIGURES), now=NOW)
     for name, sql in EARLIER_FIGURES.items():
         assert sorted(rows(after, sql)) == sorted(rows(before, sql)), name
     assert rows(after, "SELECT count(*), count(latency_seconds) FROM file_latency") == [(3, 3)]
-    assert rows(after, "SELECT quarantined_rows, redelivered_rows FROM quarantine_daily WHERE day = current_date()") == [
+    assert rows(after, "SELECT quarantined_rows, redelivered_rows FROM quarantine_daily "
+                       f"WHERE day = DATE'{NOW.date()}'") == [
         (0, 1)]  # the full refresh's second quarantine of the corrupt line is a re-delivery
     assert rows(after, "SELECT update_id, full_refresh FROM update_status WHERE update_id = 'fr'") == [("fr", True)]
 
@@ -507,8 +515,8 @@ def test_a_full_refresh_changes_no_figure_of_earlier_days(spark):
 def test_a_full_refresh_on_databricks_leaves_recommitted_files_without_a_new_latency(fresh):
     """cloud_files_state keeps only the live checkpoint's commit: a file committed again by the full
     refresh has no known first commit, so no latency rather than a new, wrong one."""
-    _, after = full_refresh_story(dt.datetime.now(dt.timezone.utc), databricks=True)
-    after.views(fresh, only=["ingestion_latency_by_update", "ingestion_latency_hourly"])
+    _, after = full_refresh_story(NOW, databricks=True)
+    after.views(fresh, only=["ingestion_latency_by_update", "ingestion_latency_hourly"], now=NOW)
     assert rows(fresh, "SELECT DISTINCT latency_status, full_refresh_update_id, latency_seconds FROM file_latency") == [
         ("recommitted_by_full_refresh", "fr", None)]
     assert rows(fresh, "SELECT count(*) FROM ingestion_latency_by_update") == [(0,)]
@@ -537,7 +545,7 @@ def unmeasured_inputs(now: dt.datetime):
 
 
 def test_what_was_not_measured_is_counted_and_every_null_says_why(fresh):
-    unmeasured_inputs(dt.datetime.now(dt.timezone.utc)).views(fresh)
+    unmeasured_inputs(NOW).views(fresh, now=NOW)
     gaps = fresh.sql("SELECT * FROM measurement_gaps WHERE update_id = 'gaps'").collect()[0]
     assert (gaps["measurement_warnings"], gaps["batches_without_rows"], gaps["files_without_commit_time"],
             gaps["metrics_missing"]) == (1, 1, 1, 3)
