@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from pipelines.local import jars
+from pipelines.local import cds, jars
 from pipelines.local.home import LocalHome
 
 TEST_TUNING = {
@@ -140,7 +140,7 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
     java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
-                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
+                    f"-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m {cds.java_options()}")
     conf = {
         **base_conf(java_options),
         "spark.app.name": f"lakewatch engine ({home.root})",
@@ -194,7 +194,7 @@ def classic_test_session(tmp: Path) -> "object":
     config, _ = write_log_config(tmp / "logs", "unit")
     builder = ClassicSession.builder.appName("lakewatch-tests")
     conf = {
-        **base_conf(f"-Dlog4j2.configurationFile=file:{config} -Dderby.system.home={tmp}"),
+        **base_conf(f"-Dlog4j2.configurationFile=file:{config} -Dderby.system.home={tmp} {cds.java_options()}"),
         "spark.master": "local[1]",
         "spark.sql.warehouse.dir": str(tmp / "warehouse"),
         **SMALL_DATA_TUNING,
