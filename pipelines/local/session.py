@@ -81,6 +81,7 @@ def write_log_config(logs: Path, stem: str) -> tuple[Path, Path]:
 
 
 def base_conf(extra_java_options: str = "") -> dict[str, str]:
+    """Settings every local Spark JVM shares; its Java options start from the class archive's (cds)."""
     os.environ["PYSPARK_PYTHON"] = project_python()
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", project_python())
     conf = {
@@ -91,8 +92,9 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
         **DELTA_CONF,
         **TEST_TUNING,
     }
-    if extra_java_options:
-        conf["spark.driver.extraJavaOptions"] = extra_java_options
+    java_options = " ".join(o for o in (extra_java_options, cds.java_options()) if o)
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = java_options
     return conf
 
 
@@ -140,7 +142,7 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
     java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
-                    f"-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m {cds.java_options()}")
+                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
     conf = {
         **base_conf(java_options),
         "spark.app.name": f"lakewatch engine ({home.root})",
@@ -194,7 +196,7 @@ def classic_test_session(tmp: Path) -> "object":
     config, _ = write_log_config(tmp / "logs", "unit")
     builder = ClassicSession.builder.appName("lakewatch-tests")
     conf = {
-        **base_conf(f"-Dlog4j2.configurationFile=file:{config} -Dderby.system.home={tmp} {cds.java_options()}"),
+        **base_conf(f"-Dlog4j2.configurationFile=file:{config} -Dderby.system.home={tmp}"),
         "spark.master": "local[1]",
         "spark.sql.warehouse.dir": str(tmp / "warehouse"),
         **SMALL_DATA_TUNING,
