@@ -254,39 +254,44 @@ def rescue_json_lines(
     )
     lines = text.select(*keep, utf8, F.inline(records))
 
-    declared = F.array(*[F.lit(c.name) for c in columns])
     parsed = lines.select(
         "*",
         F.json_object_keys(body).alias(f"{_P}keys"),
         F.from_json(body, f"{_ddl(columns)}, `{CORRUPT_RECORD}` STRING", _OPTIONS).alias(f"{_P}typed"),
     )
     keys, typed = F.col(f"{_P}keys"), F.col(f"{_P}typed")
+    # Each flag below is a column of its own, computed once per line: written inline, Spark's
+    # optimizer would copy it into every expression that reads it (measured: the key checks of
+    # `plain` ran once per typed column and were a quarter of a large ingest's CPU).
     # `json_object_keys` parses with other options than Spark's reader (it refuses NaN, accepts raw
     # control characters in strings), so a line it refuses or that does not fit is parsed once more
     # the reader's way (a MAP of every value as text) to tell whether it is a corrupt record.
-    suspicious = keys.isNull() | typed.isNull() | typed[CORRUPT_RECORD].isNotNull()
-    checked = parsed.select(
+    flagged = parsed.select(
+        "*", (keys.isNull() | typed.isNull() | typed[CORRUPT_RECORD].isNotNull()).alias(f"{_P}suspicious"))
+    suspicious = F.col(f"{_P}suspicious")
+    checked = flagged.select(
         "*", F.when(suspicious, F.from_json(body, "MAP<STRING,STRING>")).alias(f"{_P}map"),
     )
     compact = F.col(f"{_P}map")
-    corrupt = ~F.col(f"{_P}utf8") | body.rlike(layout.array) | (suspicious & compact.isNull())
     string_may_differ = F.lit(False)
     for c in columns:
         if _is_string(c):
             string_may_differ = string_may_differ | F.coalesce(typed[c.name].rlike(_MAY_DIFFER), F.lit(False))
+    # Every key declared, once: as many keys as declared columns among them (each counted once).
+    declared_present = sum((F.array_contains(keys, c.name).cast("int") for c in columns), F.lit(0))
+    corrupt_now = ~F.col(f"{_P}utf8") | body.rlike(layout.array) | (suspicious & compact.isNull())
+    marked = checked.select("*", corrupt_now.alias(f"{_P}corrupt"))
+    corrupt = F.col(f"{_P}corrupt")
     # Nothing to rescue: every key declared, once, every value fits, no STRING text to restore.
-    plain = (
-        corrupt
-        | (~suspicious
-           & (F.size(F.array_distinct(keys)) == F.size(keys))
-           & (F.size(F.array_except(keys, declared)) == 0)
-           & ~string_may_differ)
-    )
+    marked = marked.select("*", (
+        corrupt | (~suspicious & (F.size(keys) == declared_present) & ~string_may_differ)
+    ).alias(f"{_P}plain"))
+    plain = F.col(f"{_P}plain")
     # The slow way, only for lines that are not plain.
     # Keys as Jackson reads them; where json_object_keys refused the line (NaN), the pattern's keys
     # decoded by Spark's parser, trusted if they are all the keys the MAP parse saw (each
     # occurrence: the MAP keeps a repeated key's every value).
-    found = checked.select(
+    found = marked.select(
         "*",
         F.when(~plain, F.regexp_extract_all(body, F.lit(layout.members), 2)).alias(f"{_P}found"),
         F.when(~plain & keys.isNull(), F.from_json(F.concat(
