@@ -119,9 +119,17 @@ def rescue_csv_files(df: "DataFrame", table: "TableSpec", text: str = "value", f
     else:
         header = F.array(*[F.lit(c.name) for c in table.columns])
         records = content
+    declared = F.array(*[F.lit(c.name) for c in table.columns])
     files = df.select(*keep, header.alias(f"{_P}header"), records.alias(f"{_P}records"))
+    # A file whose header names declared columns only, each once (always so without a header): its
+    # records rescue nothing but values that do not convert. Once per file, not per record.
+    named = F.col(f"{_P}header")
+    files = files.select("*", (
+        F.lit(True) if not table.header else
+        (F.size(F.array_distinct(named)) == F.size(named)) & (F.size(F.array_except(named, declared)) == 0)
+    ).alias(f"{_P}by_name"))
     rows = files.select(
-        *keep, F.col(f"{_P}header"), F.explode(F.col(f"{_P}records")).alias(f"{_P}line"),
+        *keep, F.col(f"{_P}header"), F.col(f"{_P}by_name"), F.explode(F.col(f"{_P}records")).alias(f"{_P}line"),
     ).select(
         "*", F.regexp_extract_all(F.concat(F.lit(table.delimiter), F.col(f"{_P}line")), pattern, 1).alias(f"{_P}fields"),
     )
@@ -141,8 +149,10 @@ def rescue_csv_files(df: "DataFrame", table: "TableSpec", text: str = "value", f
         *[typed[c.name].alias(f"{_P}t{k}") for k, c in enumerate(table.columns)],
         F.array(*[mismatched[c.name] for c in table.columns]).alias(f"{_P}mismatched"),
     )
-    declared = F.array(*[F.lit(c.name) for c in table.columns])
     mismatched_at = F.col(f"{_P}mismatched")
+    # Nothing to rescue (a column of its own: the optimizer would otherwise copy it where it is read).
+    values = values.select("*", (F.col(f"{_P}by_name") & ~F.array_contains(mismatched_at, True)).alias(f"{_P}plain"))
+    plain = F.col(f"{_P}plain")
 
     def rescued(name: "Column", i: "Column") -> "Column":
         column = F.array_position(declared, name)  # 1-based, 0 when not declared
@@ -158,7 +168,7 @@ def rescue_csv_files(df: "DataFrame", table: "TableSpec", text: str = "value", f
     to_rescue = F.transform(to_rescue, lambda p: F.struct(p["key"].alias("key"), p["value"].alias("value")))
     return values.select(
         *[F.col(f"{_P}t{k}").alias(c.name) for k, c in enumerate(table.columns)],
-        F.when(~corrupt, rescued_json(to_rescue, F.col(file_path))).alias(RESCUED_DATA),
+        F.when(~corrupt & ~plain, rescued_json(to_rescue, F.col(file_path))).alias(RESCUED_DATA),
         F.when(corrupt, line).alias(CORRUPT_RECORD),
         *[F.col(c) for c in passthrough],
     )
