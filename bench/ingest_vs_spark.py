@@ -5,7 +5,7 @@ Both read the very same files (the demo's mix of bad records, written once by th
   one, over a fresh state each time: bronze with rescue, the quarantine sink, the clean table with
   expectations, the event log, file state;
 - bare Spark: a whole Python process that starts its own JVM (local[2], the same Delta jars and
-  tuning), reads each table's folder with Spark's JSON reader (the table's schema plus
+  tuning), reads each table's folder with Spark's reader of its format, JSON or CSV (the table's schema plus
   `_corrupt_record`, and the `_metadata` file path and modification time) as an availableNow stream
   and appends it to a Delta table: the least an ingest has to do.
 Prints and appends to bench/RESULTS.md both wall times, rows/s and the ratio.
@@ -32,6 +32,7 @@ BARE_JOB = r'''
 import sys, time
 from pathlib import Path
 from pipelines.config import load_tables
+from pipelines.formats.csv import reader_options
 from pipelines.local.session import base_conf
 from pyspark.sql import SparkSession
 
@@ -43,9 +44,13 @@ for k, v in conf.items():
 spark = builder.getOrCreate()
 queries = []
 for t in load_tables(tables_file).tables:
-    stream = (spark.readStream.format("json")
+    assert t.format in ("json", "csv") and not t.multi_line, t  # what the demo's tables use
+    reader = (spark.readStream.format(t.format)
               .schema(f"{t.schema_ddl}, `_corrupt_record` STRING")
-              .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt_record")
+              .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt_record"))
+    if t.format == "csv":
+        reader = reader.options(**reader_options(t))
+    stream = (reader
               .load(str(landing / t.landing))
               .select("*", "_metadata.file_path", "_metadata.file_modification_time"))
     queries.append(stream.writeStream.format("delta").trigger(availableNow=True)
@@ -71,7 +76,7 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=500_000, help="records per table (2 tables)")
+    parser.add_argument("--rows", type=int, default=500_000, help="records per table (each table of conf/tables.yml)")
     parser.add_argument("--files", type=int, default=4, help="files per table")
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args()
@@ -108,9 +113,9 @@ def main() -> int:
     subprocess.run(lakewatch + ["engine", "stop"], cwd=ROOT, env=warm_env, capture_output=True)
     bare_out = work / "bare"
     shutil.rmtree(bare_out, ignore_errors=True)
-    results["bare Spark: JSON reader + Delta append, availableNow"], bare = run(
+    results["bare Spark: its JSON and CSV readers + Delta append, availableNow"], bare = run(
         [python, "-c", BARE_JOB, str(landing), str(bare_out), str(ROOT / "conf" / "tables.yml")], env)
-    bare_seconds = results["bare Spark: JSON reader + Delta append, availableNow"]
+    bare_seconds = results["bare Spark: its JSON and CSV readers + Delta append, availableNow"]
 
     record([
         heading("Ingest versus bare Spark"),
