@@ -146,10 +146,13 @@ def _alone(text: Column, data_type: str) -> Column:
 
 
 def _entries(body: Column, keys: Column, found: Column, columns: Sequence[SchemaColumn]) -> Column:
-    """ARRAY<STRUCT<key, value, is_null, fits, c0, c1, ...>> of an object's top-level members in
-    line order, from `found` (their exact JSON texts, see `Layout.members`): `value` is the rescue
-    text (a string's content, else the exact text), `fits` whether the value converts to its
-    column's type, `c<k>` the converted value of column k.
+    """ARRAY<STRUCT<key, value, is_null, c0, c1, ...>> of an object's top-level members in line
+    order, from `found` (their exact JSON texts, see `Layout.members`): `value` is the rescue text (a
+    string's content, else the exact text); `c<k>` is column k's conversion of the member when the
+    member is column k's, else NULL: the text itself for a STRING column, else `_alone`'s
+    STRUCT<v, _corrupt_record> (see `_converts` and `_fits`). Each member is converted once, for its
+    own column only: a lambda's subexpressions are not shared, so flags computed here from the
+    conversion would each convert it again.
     """
 
     def entry(key: Column, i: Column) -> Column:
@@ -157,26 +160,31 @@ def _entries(body: Column, keys: Column, found: Column, columns: Sequence[Schema
         is_null = text == "null"
         quoted = F.substring(text, 1, 1).isin('"', "'")
         content = F.when(quoted, F.from_json(F.concat(F.lit('{"v":'), text, F.lit("}")), "v STRING")["v"]).otherwise(text)
-        converted = {}
-        converts = {}
-        fits = {}
-        for k, c in enumerate(columns):
-            if _is_string(c):
-                converted[f"c{k}"] = F.when((key == c.name) & ~is_null, content)
-                converts[c.name] = fits[c.name] = ~is_null
-            else:
-                alone = _alone(text, c.data_type)
-                converted[f"c{k}"] = F.when(key == c.name, alone["v"])
-                converts[c.name] = ~is_null & alone["v"].isNotNull()
-                fits[c.name] = converts[c.name] & alone[CORRUPT_RECORD].isNull()
-        return F.struct(
-            key.alias("key"), content.alias("value"), is_null.alias("is_null"),
-            _by_key(key, converts, F.lit(False)).alias("converts"),
-            _by_key(key, fits, F.lit(False)).alias("fits"),
-            *[v.alias(name) for name, v in converted.items()],
-        )
+        converted = {
+            f"c{k}": F.when((key == c.name) & ~is_null, content) if _is_string(c)
+            else F.when(key == c.name, _alone(text, c.data_type))
+            for k, c in enumerate(columns)
+        }
+        return F.struct(key.alias("key"), content.alias("value"), is_null.alias("is_null"),
+                        *[v.alias(name) for name, v in converted.items()])
 
     return F.transform(keys, entry)
+
+
+def _value(e: Column, k: int, c: SchemaColumn) -> Column:
+    """Column k's value of member `e` (NULL unless the member is column k's and converts)."""
+    return e[f"c{k}"] if _is_string(c) else e[f"c{k}"]["v"]
+
+
+def _converts(e: Column, k: int, c: SchemaColumn) -> Column:
+    """Member `e` is column k's and converts at least in part (Spark's reader would keep it)."""
+    return (e["key"] == c.name) & ~e["is_null"] & _value(e, k, c).isNotNull()
+
+
+def _fits(e: Column, k: int, c: SchemaColumn) -> Column:
+    """Member `e` is column k's and converts whole."""
+    whole = F.lit(True) if _is_string(c) else e[f"c{k}"][CORRUPT_RECORD].isNull()
+    return _converts(e, k, c) & whole
 
 
 def _compact_entries(body: Column, keys: Column, compact: Column) -> Column:
@@ -190,10 +198,10 @@ def _compact_entries(body: Column, keys: Column, compact: Column) -> Column:
     ))
 
 
-def _reader_occurrence(entries: Column, name: str) -> Column:
-    """0-based index of the member `name` whose value Spark's reader keeps (the last one that
+def _reader_occurrence(entries: Column, k: int, c: SchemaColumn) -> Column:
+    """0-based index of the member of column k whose value Spark's reader keeps (the last one that
     converts at least in part), -1 if none."""
-    marked = F.transform(entries, lambda e, i: F.when((e["key"] == name) & e["converts"], i))
+    marked = F.transform(entries, lambda e, i: F.when(_converts(e, k, c), i))
     return F.aggregate(marked, F.lit(-1), lambda acc, i: F.coalesce(i, acc))
 
 
@@ -312,16 +320,16 @@ def rescue_json_lines(
         F.when(~plain & ~exact, _compact_entries(body, F.col(f"{_P}keys"), compact)).alias(f"{_P}compact"),
     )
     exact, entries, compact = F.col(f"{_P}exact"), F.col(f"{_P}entries"), F.col(f"{_P}compact")
-    at = slow.select("*", F.array(*[_reader_occurrence(entries, c.name) for c in columns]).alias(f"{_P}at"))
+    at = slow.select("*", F.array(*[_reader_occurrence(entries, k, c) for k, c in enumerate(columns)]).alias(f"{_P}at"))
     at_col = F.col(f"{_P}at")
 
     def typed_column(k: int, c: SchemaColumn) -> Column:
         kept = F.get(entries, F.get(at_col, k))
-        value = F.when(plain | ~exact, typed[c.name]).otherwise(F.when(kept["fits"], kept[f"c{k}"]))
+        value = F.when(plain | ~exact, typed[c.name]).otherwise(F.when(_fits(kept, k, c), _value(kept, k, c)))
         return F.when(~corrupt, value).alias(c.name)
 
     def rescued(e: Column, i: Column) -> Column:
-        typed_here = e["fits"] & _by_key(e["key"], {c.name: i == F.get(at_col, k) for k, c in enumerate(columns)}, F.lit(False))
+        typed_here = _by_key(e["key"], {c.name: (i == F.get(at_col, k)) & _fits(e, k, c) for k, c in enumerate(columns)}, F.lit(False))
         return ~e["is_null"] & ~typed_here
 
     def rescued_compact(e: Column) -> Column:
