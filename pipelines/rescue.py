@@ -127,6 +127,14 @@ def _is_string(c: SchemaColumn) -> bool:
     return c.data_type.strip().upper() == "STRING"
 
 
+def declared_once(names: Column, columns: Sequence[SchemaColumn]) -> Column:
+    """Every name in the array `names` is a declared column's, and none occurs twice: as many names
+    as declared columns among them (array_contains compiles; array_distinct/array_except are
+    interpreted set operations)."""
+    present = sum((F.array_contains(names, c.name).cast("int") for c in columns), F.lit(0))
+    return F.size(names) == present
+
+
 def _json_string(text: Column) -> Column:
     """`text` as a JSON string literal (quoted and escaped)."""
     return F.regexp_replace(F.to_json(F.array(text)), r"^\[|\]$", "")
@@ -285,14 +293,12 @@ def rescue_json_lines(
     for c in columns:
         if _is_string(c):
             string_may_differ = string_may_differ | F.coalesce(typed[c.name].rlike(_MAY_DIFFER), F.lit(False))
-    # Every key declared, once: as many keys as declared columns among them (each counted once).
-    declared_present = sum((F.array_contains(keys, c.name).cast("int") for c in columns), F.lit(0))
     corrupt_now = ~F.col(f"{_P}utf8") | body.rlike(layout.array) | (suspicious & compact.isNull())
     marked = checked.select("*", corrupt_now.alias(f"{_P}corrupt"))
     corrupt = F.col(f"{_P}corrupt")
     # Nothing to rescue: every key declared, once, every value fits, no STRING text to restore.
     marked = marked.select("*", (
-        corrupt | (~suspicious & (F.size(keys) == declared_present) & ~string_may_differ)
+        corrupt | (~suspicious & declared_once(keys, columns) & ~string_may_differ)
     ).alias(f"{_P}plain"))
     plain = F.col(f"{_P}plain")
     # The slow way, only for lines that are not plain.

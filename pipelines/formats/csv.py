@@ -103,7 +103,7 @@ def rescue_csv_files(df: "DataFrame", table: "TableSpec", text: str = "value", f
     from pyspark.sql import functions as F
 
     from pipelines.config import CORRUPT_RECORD, RESCUED_DATA
-    from pipelines.rescue import rescued_json
+    from pipelines.rescue import declared_once, rescued_json
 
     options = parser_options(table)
     pattern = F.lit(field_pattern(table))
@@ -125,8 +125,7 @@ def rescue_csv_files(df: "DataFrame", table: "TableSpec", text: str = "value", f
     # records rescue nothing but values that do not convert. Once per file, not per record.
     named = F.col(f"{_P}header")
     files = files.select("*", (
-        F.lit(True) if not table.header else
-        (F.size(F.array_distinct(named)) == F.size(named)) & (F.size(F.array_except(named, declared)) == 0)
+        F.lit(True) if not table.header else declared_once(named, table.columns)
     ).alias(f"{_P}by_name"))
     rows = files.select(
         *keep, F.col(f"{_P}header"), F.col(f"{_P}by_name"), F.explode(F.col(f"{_P}records")).alias(f"{_P}line"),
