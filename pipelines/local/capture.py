@@ -22,6 +22,7 @@ class BatchProgress:
     observed: dict[str, dict[str, Any]]
     sources: tuple[str, ...]
     sink: str | None
+    ran: bool = True  # a micro-batch ran (Spark timed its `addBatch`); False: a trigger that found no new data
     extra: dict[str, Any] = field(default_factory=dict)  # measurements taken when it arrived
 
 
@@ -45,7 +46,8 @@ class ProgressCollector(StreamingQueryListener):
         try:
             p = event.progress
             started = _parse_time(p.timestamp)
-            duration_ms = int((p.durationMs or {}).get("triggerExecution", 0))
+            durations = p.durationMs or {}
+            duration_ms = int(durations.get("triggerExecution", 0))
             observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
             batch = BatchProgress(
                 flow=p.name or "",
@@ -56,6 +58,7 @@ class ProgressCollector(StreamingQueryListener):
                 observed=observed,
                 sources=tuple(s.description for s in p.sources),
                 sink=p.sink.description if p.sink is not None else None,
+                ran="addBatch" in durations,
             )
         except Exception as e:  # noqa: BLE001 (a listener must not kill the listener bus)
             with self._lock:

@@ -9,7 +9,7 @@ import json
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from pipelines.eventlog import events as E
 from pipelines.local import checkpoints as C
@@ -104,6 +104,18 @@ def query_id(checkpoint: Path) -> str | None:
         return None
 
 
+def metric_of(metrics: Mapping[str, str], metric: str) -> int | None:
+    """One Delta operation metric of a commit as a number (None: not recorded). `numOutputBytes` counts
+    what the write job put on disk, and a write of no rows still puts an empty Parquet file there that
+    the commit does not add (`numAddedFiles` 0): nothing reached the table, so that commit wrote 0 bytes."""
+    value = metrics.get(metric)
+    if value is None:
+        return None
+    if metric == "numOutputBytes" and metrics.get("numAddedFiles") == "0":
+        return 0
+    return int(value)
+
+
 def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int],
                    metric: str = "numOutputRows", last_commits: int | None = None) -> dict[int, int]:
     """Rows (or another Delta operation metric, such as `numOutputBytes`) each of `batches` appended to
@@ -122,6 +134,7 @@ def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[i
         if params.get("queryId") != qid or params.get("epochId") is None:
             continue
         batch = int(params["epochId"])
-        if batch in wanted and metrics.get(metric) is not None:
-            found[batch] = found.get(batch, 0) + int(metrics[metric])
+        value = metric_of(metrics, metric)
+        if batch in wanted and value is not None:
+            found[batch] = found.get(batch, 0) + value
     return found

@@ -660,6 +660,8 @@ class _Update:
         batches: dict[str, list[int]] = {}
         ended: dict[str, datetime] = {}
         for batch in self.collector.snapshot():
+            if not batch.ran:  # a trigger that found nothing new committed nothing
+                continue
             flow = short_name(batch.flow)
             batches.setdefault(flow, []).append(batch.batch_id)
             ended[flow] = max(ended.get(flow, batch.ended_at), batch.ended_at)
@@ -697,7 +699,7 @@ class _Update:
             commits = history[flow.name]
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             written = sum(rows) if rows else None
-            sizes = [int(c["numOutputBytes"]) for _, c in commits if c.get("numOutputBytes") is not None]
+            sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in commits) if b is not None]
             at = max((t for t, _ in commits), default=now())
             rules = adapter.LOCAL_GRAPH.expectations.get(flow.target)
             expectations, dropped = None, None
