@@ -48,7 +48,9 @@ class EventLogStream:
     Events are numbered in time order within each flushed batch (control-plane events take
     `control_plane_seq_no`, the others `data_plane_id.seq_no`) from one counter per pipeline, kept
     across runs. A background thread flushes every `interval` seconds (each flush is one Delta
-    commit), so a runner that dies leaves every event older than that in the table; `flush()` writes what is pending at once. An event
+    commit, about a second of engine CPU on this machine), and at once when an urgent event arrives
+    (`urgent`: by default an ERROR event), so a failure reaches the table
+    without waiting for the interval; `flush()` writes what is pending at once. An event
     can be held back (`prepare` returns False) until what it needs is known, at most `max_hold`
     seconds; a write that fails is retried at the next flush and reported through `on_error`.
 
@@ -58,9 +60,10 @@ class EventLogStream:
     """
 
     def __init__(self, writer: EventLogWriter, next_sequence: Callable[[int], int], instance: str | None,
-                 interval: float = 2.0, on_error: Callable[[str], None] | None = None,
+                 interval: float = 5.0, on_error: Callable[[str], None] | None = None,
                  prepare: Callable[[dict[str, Any], bool], bool] | None = None,
-                 journal: Path | None = None) -> None:
+                 journal: Path | None = None,
+                 urgent: Callable[[dict[str, Any]], bool] | None = None) -> None:
         self.writer = writer
         self.next_sequence = next_sequence
         self.instance = instance
@@ -72,6 +75,8 @@ class EventLogStream:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.urgent = urgent or is_urgent
         self._thread: threading.Thread | None = None
         self.max_hold = 3.0
         self.journal = journal.open("a", encoding="utf-8") if journal is not None else None
@@ -88,9 +93,15 @@ class EventLogStream:
             if self.journal is not None:
                 self.journal.write(json.dumps(event, default=_jsonable) + "\n")
                 self.journal.flush()
+        if self.urgent(event):
+            self._wake.set()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             self.flush(final=False)
 
     def flush(self, final: bool = True) -> None:
@@ -128,6 +139,7 @@ class EventLogStream:
     def close(self) -> None:
         """Stops the background thread and writes everything still pending."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
@@ -135,6 +147,11 @@ class EventLogStream:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+
+
+def is_urgent(event: dict[str, Any]) -> bool:
+    """An event a reader of the live event log should not wait for: an error (a failed flow or update)."""
+    return event.get("level") == "ERROR"
 
 
 def _jsonable(value: Any) -> Any:

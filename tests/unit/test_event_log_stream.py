@@ -1,0 +1,60 @@
+"""The live event log: routine events wait for the flush interval (each flush is a Delta commit);
+an error (a failed flow or update) is written at once. Read back from the Delta table."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from itertools import count
+
+from pipelines.eventlog import events as E
+from pipelines.eventlog.writer import EventLogStream, EventLogWriter
+
+ORIGIN = E.Origin(pipeline_id="p1", pipeline_name="stream_test", update_id="u1", flow_name="orders_bronze")
+AT = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
+
+
+def rows_within(spark, table: str, want: int, seconds: float) -> int:
+    """Rows of `table` once it holds `want` of them, or after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        n = spark.table(table).count()
+        if n >= want or time.monotonic() > deadline:
+            return n
+        time.sleep(0.2)
+
+
+def stream(spark, table: str) -> EventLogStream:
+    writer = EventLogWriter(spark, table)
+    writer.ensure_table()
+    numbers = count(1)
+    return EventLogStream(writer, lambda n: next(numbers) if n else 0, "test", interval=120).start()
+
+
+def test_routine_events_wait_for_the_interval_and_an_error_goes_at_once(spark):
+    table = "stream_error_at_once"
+    s = stream(spark, table)
+    try:
+        s.add(E.flow_progress(ORIGIN, AT, "RUNNING"))
+        s.add(E.flow_metrics(ORIGIN.replace(batch_id=0), AT, num_output_rows=3))
+        time.sleep(1.5)
+        assert spark.table(table).count() == 0  # nothing urgent yet: the interval is two minutes
+        s.add(E.flow_progress(ORIGIN, AT, "FAILED",
+                              error_struct=E.error([E.ExceptionInfo("java.io.EOFException", "cut")], fatal=True)))
+        assert rows_within(spark, table, 3, seconds=30) == 3  # the error took the routine events along
+        assert spark.table(table).where("level = 'ERROR'").count() == 1
+    finally:
+        s.close()
+
+
+def test_a_failed_update_goes_at_once_and_close_writes_the_rest_once(spark):
+    table = "stream_failed_update_at_once"
+    s = stream(spark, table)
+    try:
+        s.add(E.update_progress(ORIGIN.replace(flow_name=None), AT, "RUNNING"))
+        s.add(E.update_progress(ORIGIN.replace(flow_name=None), AT, "FAILED"))
+        assert rows_within(spark, table, 2, seconds=30) == 2
+        s.add(E.update_progress(ORIGIN.replace(flow_name=None), AT, "CANCELED"))  # not urgent: written by close
+    finally:
+        s.close()
+    assert spark.table(table).count() == 3
