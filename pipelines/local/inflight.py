@@ -52,7 +52,7 @@ class InFlightUpdate:
     log_file: str | None
     log_offset: int
     full_refresh: bool = False
-    mv_versions: dict[str, int] = field(default_factory=dict)
+    materialized_views: list[str] = field(default_factory=list)  # restored if their refresh does not complete
     flows: list[FlowRecord] = field(default_factory=list)
     registered: bool = False
 
@@ -98,6 +98,7 @@ def remove(home: LocalHome, record: InFlightUpdate) -> None:
 
 def _from_dict(data: dict[str, Any]) -> InFlightUpdate:
     flows = [FlowRecord(**f) for f in data.pop("flows", [])]
+    data.pop("mv_versions", None)  # a record of an earlier lakewatch: versions are read from the history now
     return InFlightUpdate(**data, flows=flows)
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -102,6 +103,42 @@ def query_id(checkpoint: Path) -> str | None:
         return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
     except (OSError, ValueError, KeyError, IndexError):
         return None
+
+
+# Every Delta commit an update makes (flows, SDP's table setup, the event log) carries the update in
+# its commit info, so the update's own commits, and the version each table had before it, are read
+# from the table's history afterwards instead of asked for table by table before the run.
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def commit_tag(update_id: str) -> str:
+    """The `userMetadata` of every Delta commit the update makes (DESCRIBE HISTORY shows it)."""
+    return f"lakewatch update {update_id}"
+
+
+@dataclass(frozen=True)
+class UpdateCommits:
+    """One table's commits made by one update, from its Delta history."""
+
+    commits: list[tuple[datetime, dict[str, str]]]  # (commit time in UTC, operation metrics), newest first
+    before: int | None  # the table's version before the update's first commit (None: none, or a new table)
+
+
+def update_commits(spark: Any, table: str, update_id: str, limit: int = 50) -> UpdateCommits:
+    """The commits `update_id` made to `table` among its newest `limit` (an update makes a few per
+    materialized view), and the version before them. A table without history has neither."""
+    tag = commit_tag(update_id)
+    try:
+        rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(limit)}").select(
+            "version", "timestamp", "operationMetrics", "userMetadata").collect()
+    except Exception:  # noqa: BLE001 (the table does not exist: the update never created it)
+        return UpdateCommits([], None)
+    mine = [r for r in rows if r["userMetadata"] == tag]
+    first = min((int(r["version"]) for r in mine), default=None)
+    earlier = [int(r["version"]) for r in rows if r["userMetadata"] != tag and (first is None or int(r["version"]) < first)]
+    # collect() returns naive local time; make it an aware UTC time.
+    commits = [(r["timestamp"].astimezone(timezone.utc), dict(r["operationMetrics"] or {})) for r in mine]
+    return UpdateCommits(commits, max(earlier) if mine and earlier else None)
 
 
 def metric_of(metrics: Mapping[str, str], metric: str) -> int | None:

@@ -203,13 +203,13 @@ def _restore_views(spark: Any, record: inflight.InFlightUpdate, last_status: dic
                    say: Say) -> None:
     """Materialized views whose refresh did not complete get their previous contents back."""
     flows = {f.target: f for f in record.flows if f.target}
-    for name, before in record.mv_versions.items():
+    for name in record.materialized_views:
         flow = flows.get(name)
         status = last_status.get(flow.sdp_name) if flow else None
         if status is not None and status[1] == "COMPLETED":
             continue
         table = record.qualified(name)
-        rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").select("version").collect()
-        if rows and int(rows[0]["version"]) > before:
+        before = measure.update_commits(spark, table, record.update_id).before
+        if before is not None:
             spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before}")
             say(f"  {name}: refresh did not complete; kept its previous contents (version {before})")

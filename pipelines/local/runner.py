@@ -167,7 +167,6 @@ class _Update:
         self.collector: ProgressCollector | None = None
         self.log_offset = jvm_log.size(runner.local.log_file)
         self.flow_status: dict[str, FlowResult] = {}
-        self.mv_versions: dict[str, int] = {}
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
         self.record = inflight.InFlightUpdate(
@@ -193,6 +192,7 @@ class _Update:
         conf.setdefault(adapter.SINK_ROOT_KEY, str(self.runner.home.sinks / self.pipeline.name))
         conf.setdefault(adapter.CATALOG_KEY, self.catalog)
         conf.setdefault(adapter.SCHEMA_KEY, self.schema)
+        conf[measure.USER_METADATA_CONF] = measure.commit_tag(self.update_id)
         return conf
 
     def fresh_journal(self) -> Path:
@@ -339,26 +339,20 @@ class _Update:
         assert self.registry is not None
         return [o.name for o in self.registry.outputs.values() if o.dataset_type == "MATERIALIZED_VIEW"]
 
-    def table_version(self, name: str) -> int | None:
-        try:
-            rows = self.spark.sql(f"DESCRIBE HISTORY {self.qualified(name)} LIMIT 1").select("version").collect()
-        except Exception:  # noqa: BLE001 (the table does not exist yet)
-            return None
-        return int(rows[0]["version"]) if rows else None
-
     def keep_unrefreshed_views(self) -> None:
         """Gives back a materialized view's previous contents when its refresh did not complete.
 
         Open-source SDP truncates every materialized view while it sets up tables and refills it
         when the view's flow runs; a view whose flow fails or is skipped would stay empty. On
-        Databricks such a view keeps its last contents, so the local runner restores them.
+        Databricks such a view keeps its last contents, so the local runner restores them: to the
+        version before this update's first commit (every commit of the update carries its id).
         """
         for name in self.materialized_views():
-            before = self.mv_versions.get(name)
             result = self.flow_status.get(self.sdp_flow_name(name))
-            if before is None or (result is not None and result.status == "COMPLETED"):
+            if result is not None and result.status == "COMPLETED":
                 continue
-            if (self.table_version(name) or before) > before:
+            before = measure.update_commits(self.spark, self.qualified(name), self.update_id).before
+            if before is not None:
                 self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {before}")
                 status = result.status if result is not None else "not run"
                 self.say(f"    {name}: refresh {status}; kept its previous contents (version {before})")
@@ -367,9 +361,7 @@ class _Update:
         with self.clock("prepare run"):
             self.storage.mkdir(parents=True, exist_ok=True)
             self.create_sinks()
-            versions = _in_parallel(self.table_version, self.materialized_views())
-            self.mv_versions = {name: v for name, v in versions.items() if v is not None}
-            self.record.mv_versions = dict(self.mv_versions)
+            self.record.materialized_views = self.materialized_views()
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
             self.collector = ProgressCollector(on_batch=self.record_batch)
@@ -692,11 +684,11 @@ class _Update:
             if output is not None and output.dataset_type == "MATERIALIZED_VIEW" and result is not None \
                     and result.status == "COMPLETED":
                 refreshed.append(flow)
-        history = _in_parallel(lambda f: self.commits_after(self.qualified(f.target), self.mv_versions.get(f.target)),
+        history = _in_parallel(lambda f: measure.update_commits(self.spark, self.qualified(f.target), self.update_id),
                                refreshed, key=lambda f: f.name)
         for flow in refreshed:
             result = self.flow_status[self.sdp_flow_name(flow.name)]
-            commits = history[flow.name]
+            commits = history[flow.name].commits
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             written = sum(rows) if rows else None
             sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in commits) if b is not None]
@@ -713,17 +705,6 @@ class _Update:
                                     status="COMPLETED", streaming=False,
                                     num_output_bytes=sum(sizes) if sizes else None))
             result.rows_written = written
-
-    def commits_after(self, table: str, version: int | None) -> list[tuple[datetime, dict[str, str]]]:
-        """(commit time in UTC, operation metrics) of the table's commits after `version`."""
-        # An update makes a few commits per view; the newest 50 hold them without reading all history.
-        rows = self.spark.sql(f"DESCRIBE HISTORY {table} LIMIT 50").select("version", "timestamp", "operationMetrics").collect()
-        result = []
-        for row in rows:
-            if version is None or int(row["version"]) > version:
-                # collect() returns naive local time; make it an aware UTC time.
-                result.append((row["timestamp"].astimezone(timezone.utc), dict(row["operationMetrics"] or {})))
-        return result
 
     def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:
         from pyspark.sql import functions as F

@@ -44,6 +44,7 @@ class Interrupted:
     committed_at_kill: dict[str, int]
     rerun: subprocess.CompletedProcess
     late: dict[str, set[str]]  # table -> files delivered after the kill: only the rerun can read them
+    conf: tuple[str, ...] = ()  # the --set of the tables file the module runs with
 
 
 def _checkpoint_commits(home: Path, table: str) -> list[int]:
@@ -131,7 +132,7 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
         late.setdefault(record.table, set()).add(record.path)
     rerun = cli.run("run", *conf)
     cli.run("run", "lakewatch_observability", *conf)
-    return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late)
+    return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late, conf)
 
 
 def test_a_second_run_is_refused_with_the_holder_named(interrupted):
@@ -263,3 +264,61 @@ def test_the_run_says_which_options_have_no_local_equivalent(interrupted):
     notes = [line for line in interrupted.rerun.stdout.splitlines() if "note: table" in line]
     assert len(notes) == 1 and "table 'customers': clean_source move" in notes[0]
     assert "without a retention period" in notes[0]
+
+
+OBSERVABILITY_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_observability': (?P<state>[A-Z]+)", re.M)
+
+
+def view_rows(tables: LocalTables, name: str) -> Counter:
+    """A materialized view's rows as the test reads them by path (each row as JSON text)."""
+    return Counter(tables.table(name).toJSON().collect())
+
+
+@pytest.fixture(scope="module")
+def vanished(interrupted):
+    """A refresh while the data files of orders' bronze table are gone (moved away, then back): the
+    views that read bronze fail, those downstream are skipped. Returns the views' rows before and
+    after, the refresh's output and, from its event log, the views whose flow did not complete."""
+    tables, home = interrupted.tables, interrupted.tables.home
+    views = [p.name for p in (home / "warehouse" / "lakewatch.db").iterdir()
+             if (p / "_delta_log").is_dir() and not p.name.startswith(("lakewatch_", "orders", "customers"))]
+    before = {v: view_rows(tables, v) for v in views}
+    bronze = Path(tables.path("orders_bronze"))
+    away = home / "vanished"
+    away.mkdir()
+    moved = [p.rename(away / p.name) for p in bronze.glob("*.parquet")]
+    try:
+        refresh = Cli(home).run("run", "lakewatch_observability", *interrupted.conf, expect=1)
+    finally:
+        for p in moved:
+            p.rename(bronze / p.name)
+    update = OBSERVABILITY_LINE.search(refresh.stdout)
+    assert update and update["state"] == "FAILED", refresh.stdout[-3000:]
+    ended = {r["flow"]: r["status"] for r in tables.table("lakewatch_observability_event_log").where(
+        f"origin.update_id = '{update['id']}' AND event_type = 'flow_progress'").selectExpr(
+        "origin.flow_name AS flow", "get_json_object(details, '$.flow_progress.status') AS status").where(
+        "status IN ('COMPLETED', 'FAILED', 'SKIPPED')").collect()}
+    not_completed = {v for v in views if ended.get(f"spark_catalog.lakewatch.{v}", "not run") != "COMPLETED"}
+    return before, {v: view_rows(tables, v) for v in views}, refresh, not_completed, ended
+
+
+def test_views_whose_refresh_did_not_complete_keep_their_previous_rows(vanished):
+    before, after, refresh, not_completed, ended = vanished
+    assert "FAILED" in ended.values() and "SKIPPED" in ended.values()  # the bad day did happen
+    assert {"bronze_duplicates", "schema_drift", "health_metrics"} <= not_completed
+    assert any(before[v] for v in not_completed)  # there were rows to lose
+    for view in sorted(not_completed):
+        assert after[view] == before[view], view
+        assert f"{view}: refresh" in refresh.stdout, view  # said so: "... kept its previous contents"
+
+
+def test_views_that_completed_were_refreshed_in_that_update(vanished, interrupted):
+    before, after, refresh, not_completed, ended = vanished
+    completed = set(before) - not_completed
+    assert completed and "update_status" in completed
+    for view in sorted(completed):  # each completed view's newest commit is this refresh's write
+        newest = interrupted.tables.spark.sql(
+            f"DESCRIBE HISTORY delta.`{interrupted.tables.path(view)}` LIMIT 1").collect()[0]
+        assert newest["operation"] != "RESTORE" and (newest["userMetadata"] or "").endswith(
+            OBSERVABILITY_LINE.search(refresh.stdout)["id"]), view
+
