@@ -647,21 +647,27 @@ class _Update:
     def add_streaming_bytes(self) -> None:
         """Bytes each streaming flow wrote in the update, from the `numOutputBytes` of the Delta commits of
         its micro-batches: one METRICS event per flow, without a batch id (so it adds no micro-batch and
-        no row count). A flow with a micro-batch whose commit carries no byte count gets none (NULL)."""
+        no row count). A flow with a micro-batch whose commit carries no byte count gets none (NULL).
+        A micro-batch that wrote no rows (its observed count) added no file: 0 bytes, without a lookup."""
         assert self.collector is not None
-        batches: dict[str, list[int]] = {}
+        batches: dict[str, list[int]] = {}  # flow -> its micro-batches that wrote rows (or an unknown count)
         ended: dict[str, datetime] = {}
         for batch in self.collector.snapshot():
             if not batch.ran:  # a trigger that found nothing new committed nothing
                 continue
             flow = short_name(batch.flow)
-            batches.setdefault(flow, []).append(batch.batch_id)
+            written = batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
+            batches.setdefault(flow, [])
+            if written != 0:
+                batches[flow].append(batch.batch_id)
             ended[flow] = max(ended.get(flow, batch.ended_at), batch.ended_at)
         measured = [f for f in batches if f in adapter.LOCAL_GRAPH.measured_flows
                     and self.flow_records.get(f) is not None and self.flow_records[f].target_table
                     and self.checkpoint(f) is not None]
 
         def bytes_of(flow: str) -> dict[int, int]:
+            if not batches[flow]:
+                return {}
             return measure.rows_per_batch(self.spark, self.flow_records[flow].target_table, self.checkpoint(flow),
                                           batches[flow], metric="numOutputBytes",
                                           last_commits=2 * len(batches[flow]) + 10)
