@@ -516,6 +516,10 @@ class _Update:
         )
         with self.clock("event log close"):
             self.stream.close()
+        try:  # what the session writes next (a job's next task) is not this update's
+            self.spark.conf.unset(measure.USER_METADATA_CONF)
+        except Exception:  # noqa: BLE001 (the engine is gone: nothing more is written on this session)
+            pass
         inflight.remove(self.runner.home, self.record)
         return final_state, ended, error
 
