@@ -153,7 +153,7 @@ def _alone(text: Column, data_type: str) -> Column:
     return F.from_json(F.concat(F.lit('{"v":'), text, F.lit("}")), f"v {data_type}, `{CORRUPT_RECORD}` STRING", _OPTIONS)
 
 
-def _entries(body: Column, keys: Column, found: Column, columns: Sequence[SchemaColumn]) -> Column:
+def _entries(keys: Column, found: Column, columns: Sequence[SchemaColumn]) -> Column:
     """ARRAY<STRUCT<key, value, is_null, c0, c1, ...>> of an object's top-level members in line
     order, from `found` (their exact JSON texts, see `Layout.members`): `value` is the rescue text (a
     string's content, else the exact text); `c<k>` is column k's conversion of the member when the
@@ -322,7 +322,7 @@ def rescue_json_lines(
     slow = found.select(
         "*",
         exact.alias(f"{_P}exact"),
-        F.when(~plain & exact, _entries(body, keys, F.col(f"{_P}found"), columns)).alias(f"{_P}entries"),
+        F.when(~plain & exact, _entries(keys, F.col(f"{_P}found"), columns)).alias(f"{_P}entries"),
         F.when(~plain & ~exact, _compact_entries(body, F.col(f"{_P}keys"), compact)).alias(f"{_P}compact"),
     )
     exact, entries, compact = F.col(f"{_P}exact"), F.col(f"{_P}entries"), F.col(f"{_P}compact")

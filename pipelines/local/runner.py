@@ -669,9 +669,7 @@ class _Update:
                     and self.flow_records.get(f) is not None and self.flow_records[f].target_table
                     and self.checkpoint(f) is not None]
 
-        def bytes_of(flow: str) -> dict[int, int]:
-            if not batches[flow]:
-                return {}
+        def bytes_of(flow: str) -> dict[int, int]:  # no lookup for a flow with no batch left to look up
             return measure.rows_per_batch(self.spark, self.flow_records[flow].target_table, self.checkpoint(flow),
                                           batches[flow], metric="numOutputBytes",
                                           last_commits=2 * len(batches[flow]) + 10)
