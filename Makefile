@@ -9,10 +9,11 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 JARS := .cache/ivy/.complete
 CDS := .cache/cds/.complete
+LOCALFS := .cache/localfs/.complete
 
 .PHONY: setup browser demo test test-unit test-integration bench clean clean-state
 
-setup: $(INSTALLED) $(JARS) $(CDS)
+setup: $(INSTALLED) $(JARS) $(LOCALFS) $(CDS)
 
 # Headless Chromium for the dashboard page test (Debian's package; installed once if missing).
 browser:
@@ -31,9 +32,15 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 	$(BIN)/python -m pipelines.local.jars
 	@touch $@
 
+# Hadoop's local file system without a chmod or readlink process per file (pipelines/local/localfs.py),
+# compiled once against pyspark's Hadoop API jar; every local JVM puts it on its class path.
+$(LOCALFS): $(INSTALLED) pipelines/local/localfs.py $(wildcard pipelines/local/java/lakewatch/hadoop/*.java)
+	$(BIN)/python -m pipelines.local.localfs
+	@touch $@
+
 # Java's class data sharing archive of the engine's classes (pipelines/local/cds.py): about half of
 # every later engine start's CPU. Recorded once, by a real engine on a throwaway state folder.
-$(CDS): $(JARS) pipelines/local/cds.py
+$(CDS): $(JARS) $(LOCALFS) pipelines/local/cds.py
 	$(BIN)/python -m pipelines.local.cds
 	@touch $@
 

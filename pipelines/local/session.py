@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from pipelines.local import cds, jars
+from pipelines.local import cds, jars, localfs
 from pipelines.local.home import LocalHome
 
 TEST_TUNING = {
@@ -91,6 +91,7 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
         "spark.driver.memory": "2g",
         **DELTA_CONF,
         **TEST_TUNING,
+        **localfs.spark_conf(),
     }
     java_options = " ".join(o for o in (extra_java_options, cds.java_options()) if o)
     if java_options:
