@@ -28,6 +28,7 @@ from pipelines import expectations as X
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource
 from pipelines.eventlog import events as E
 from pipelines.errors import engine_message
+from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
 from pipelines.local import codegen, inflight, jvm_log, measure
@@ -60,6 +61,7 @@ class FlowResult:
     status: str
     rows_written: int | None = None
     error: str | None = None
+    ended_at: datetime | None = None  # when SDP reported its final state
     exceptions: list[jvm_log.JvmException] = field(default_factory=list)
 
     @property
@@ -401,6 +403,8 @@ class _Update:
         current.status = event.status or current.status
         if event.status == "FAILED":
             current.error = event.error
+        if event.status in TERMINAL_FLOW_STATES:
+            current.ended_at = event.timestamp
         if event.status is not None:
             self.add_flow_event(event)
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
@@ -698,9 +702,12 @@ class _Update:
             result = self.flow_status[self.sdp_flow_name(flow.name)]
             commits = history[flow.name].commits
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
-            written = sum(rows) if rows else None
             sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in commits) if b is not None]
-            at = max((t for t, _ in commits), default=now())
+            # SDP truncates the view, sets its properties, then writes: a query of no rows makes no
+            # write commit. With the update's own commits found, none of them a write, it wrote 0.
+            written = sum(rows) if rows else (0 if commits else None)
+            written_bytes = sum(sizes) if sizes else (0 if commits else None)
+            at = result.ended_at or max((t for t, _ in commits), default=now())
             rules = adapter.LOCAL_GRAPH.expectations.get(flow.target)
             expectations, dropped = None, None
             if rules is not None:
@@ -711,7 +718,7 @@ class _Update:
             self.add(E.flow_metrics(self.flow_origin(flow.name), at, num_output_rows=written,
                                     dropped_records=dropped, expectations=expectations,
                                     status="COMPLETED", streaming=False,
-                                    num_output_bytes=sum(sizes) if sizes else None))
+                                    num_output_bytes=written_bytes))
             result.rows_written = written
 
     def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:

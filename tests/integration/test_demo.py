@@ -18,7 +18,7 @@ import pytest
 
 from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.anomalies import MIN_HISTORY
-from pipelines.observability.tables import HEALTH_METRIC_NAMES, PUBLISHED
+from pipelines.observability.tables import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
 from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
 from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables
 
@@ -116,6 +116,27 @@ def test_every_observability_table_is_filled_but_those_the_demo_gives_nothing_to
         rows = tables.table(bronze)
         data = [c for c in rows.columns if c not in ("_source_file", "_source_file_modification_time", "_ingested_at")]
         assert rows.groupBy(*data).count().where("count > 1").count() == 0, bronze
+
+
+def test_each_materialized_view_reports_the_rows_its_last_refresh_left_once_its_flow_ran(tables):
+    """The observability update's METRICS event of each materialized view: rows written equal the rows
+    the view holds (counted here; a refresh writes the whole view), 0 for a view left empty, never
+    NULL; stamped no earlier than the flow's RUNNING event."""
+    [last] = tables.sql("SELECT max_by(origin.update_id, timestamp) AS u FROM {log} WHERE event_type = 'create_update'",
+                        log="lakewatch_observability_event_log").collect()
+    events = tables.sql(
+        "SELECT origin.flow_name AS flow, level, timestamp, details FROM {log} "
+        f"WHERE event_type = 'flow_progress' AND origin.update_id = '{last['u']}'",
+        log="lakewatch_observability_event_log").collect()
+    views = [t.name for t in PUBLISHED if t.kind == MATERIALIZED_VIEW]
+    assert set(EMPTY_IN_DEMO) <= set(views)
+    for view in views:
+        mine = [e for e in events if e["flow"].rsplit(".", 1)[-1] == view]
+        [metrics] = [e for e in mine if e["level"] == "METRICS"]
+        progress = json.loads(metrics["details"])["flow_progress"]
+        assert (view, progress["metrics"].get("num_output_rows")) == (view, tables.table(view).count())
+        running = [e["timestamp"] for e in mine if json.loads(e["details"])["flow_progress"]["status"] == "RUNNING"]
+        assert running and metrics["timestamp"] >= min(running), view
 
 
 def test_update_status_shows_the_failed_demo_update_with_its_error(tables):
