@@ -34,7 +34,7 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 
 # Hadoop's local file system without a chmod or readlink process per file (pipelines/local/localfs.py),
 # compiled once against pyspark's Hadoop API jar; every local JVM puts it on its class path.
-$(LOCALFS): $(INSTALLED) pipelines/local/localfs.py $(wildcard pipelines/local/java/lakewatch/hadoop/*.java)
+$(LOCALFS): $(INSTALLED) pipelines/local/localfs.py $(shell find pipelines/local/java -name '*.java')
 	$(BIN)/python -m pipelines.local.localfs
 	@touch $@
 

@@ -30,12 +30,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Mapping
 
 PACKAGE = "lakewatch.hadoop"
 FILE_SYSTEM = f"{PACKAGE}.NoShellLocalFileSystem"  # fs.file.impl (FileSystem API)
 ABSTRACT_FILE_SYSTEM = f"{PACKAGE}.NoShellLocalFs"  # fs.AbstractFileSystem.file.impl (FileContext API)
 SOURCES = Path(__file__).resolve().parent / "java"
 JAR_NAME = "lakewatch-localfs.jar"
+CLASS_PATH = "spark.driver.extraClassPath"
 
 
 def default_jar() -> Path:
@@ -48,8 +50,9 @@ def sources() -> list[Path]:
 
 
 def sources_digest() -> str:
-    """A digest of the Java sources: the jar records it, so a jar built from other sources is not used."""
-    digest = hashlib.sha256()
+    """A digest of the Java sources and of the Hadoop API jar they compile against: the jar records it,
+    so a jar built from other sources, or for another Hadoop (a pyspark upgrade), is not used."""
+    digest = hashlib.sha256(hadoop_api_jar().name.encode() + b"\0")
     for path in sources():
         digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
@@ -68,13 +71,23 @@ def current_jar(jar: Path | None = None) -> Path | None:
     return None
 
 
+def with_class_path(conf: dict[str, str], user_conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with `user_conf` over it, where a user's `spark.driver.extraClassPath` (a JDBC driver,
+    say) is added after the jar instead of replacing it: the file system settings name its classes."""
+    merged = {**conf, **user_conf}
+    ours, theirs = conf.get(CLASS_PATH), user_conf.get(CLASS_PATH)
+    if ours and theirs and ours != theirs:
+        merged[CLASS_PATH] = os.pathsep.join((ours, theirs))
+    return merged
+
+
 def spark_conf(jar: Path | None = None) -> dict[str, str]:
     """The settings that make a local JVM use the classes: empty when the jar is missing or stale."""
     path = current_jar(jar)
     if path is None:
         return {}
     return {
-        "spark.driver.extraClassPath": str(path),
+        CLASS_PATH: str(path),
         "spark.hadoop.fs.file.impl": FILE_SYSTEM,
         "spark.hadoop.fs.AbstractFileSystem.file.impl": ABSTRACT_FILE_SYSTEM,
     }
@@ -105,13 +118,14 @@ def build(jar: Path | None = None) -> Path:
     """Compiles the sources (Java 17) against pyspark's Hadoop API jar and writes the jar and its stamp."""
     path = jar or default_jar()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="lakewatch-localfs-") as tmp:
+    _stamp(path).unlink(missing_ok=True)  # a failed build leaves no jar that looks current
+    with tempfile.TemporaryDirectory(prefix="lakewatch-localfs-", dir=path.parent) as tmp:
         classes = Path(tmp) / "classes"
         subprocess.run([_tool("javac"), "--release", "17", "-Xlint:all", "-Werror", "-d", str(classes),
                         "-cp", str(hadoop_api_jar()), *map(str, sources())], check=True)
         partial = Path(tmp) / JAR_NAME
         subprocess.run([_tool("jar"), "--create", "--file", str(partial), "-C", str(classes), "."], check=True)
-        shutil.move(str(partial), path)
+        os.replace(partial, path)  # a new file: a running JVM keeps reading the one it opened
     _stamp(path).write_text(sources_digest() + "\n")
     return path
 

@@ -155,9 +155,8 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
         "spark.scheduler.allocation.file": str(pools),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
-        **dict(spark_conf or {}),
     }
-    return conf, log_file
+    return localfs.with_class_path(conf, dict(spark_conf or {})), log_file
 
 
 def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, say: "object" = None) -> LocalSpark:

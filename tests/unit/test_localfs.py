@@ -75,15 +75,39 @@ def test_set_permission_leaves_the_mode_hadoops_chmod_leaves(jvm, both, tmp_path
     assert modes[1] == modes[0] == int(mode, 8)
 
 
+def set_both(jvm, both, paths: list[Path], mode: str) -> list[int]:
+    """Each path's mode after Hadoop's and lakewatch's setPermission (`file:` paths, as FileContext passes them)."""
+    for fs, path in zip(both, paths):
+        fs.setPermission(jvm.org.apache.hadoop.fs.Path(path.as_uri()), jvm.org.apache.hadoop.fs.permission.FsPermission(mode))
+    return [mode_of(p) for p in paths]
+
+
 def test_a_sticky_bit_is_set_as_hadoop_sets_it(jvm, both, tmp_path):
-    """Java's file API has no sticky bit: that call goes to Hadoop's own chmod."""
-    modes = []
-    for fs, name in zip(both, ("hadoop", "lakewatch")):
-        path = tmp_path / name
+    paths = [tmp_path / "hadoop", tmp_path / "lakewatch"]
+    for path in paths:
         path.mkdir()
-        fs.setPermission(jvm.org.apache.hadoop.fs.Path(str(path)), jvm.org.apache.hadoop.fs.permission.FsPermission("1777"))
-        modes.append(mode_of(path))
-    assert modes[1] == modes[0] == 0o1777
+    assert set_both(jvm, both, paths, "1777") == [0o1777, 0o1777]
+
+
+def test_a_directory_keeps_its_set_group_id_bit_as_with_hadoops_chmod(jvm, both, tmp_path):
+    """A folder shared by a group (setgid): new folders in it inherit the bit, and chmod with a numeric
+    mode keeps it, so files below keep the group."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o2775)
+    paths = [shared / "hadoop", shared / "lakewatch"]
+    for path in paths:
+        path.mkdir()
+        assert mode_of(path) & stat.S_ISGID
+    assert set_both(jvm, both, paths, "755") == [0o2755, 0o2755]
+
+
+def test_a_files_set_id_bits_are_cleared_as_with_hadoops_chmod(jvm, both, tmp_path):
+    paths = [tmp_path / "hadoop", tmp_path / "lakewatch"]
+    for path in paths:
+        path.write_text("x")
+        os.chmod(path, 0o6755)
+    assert set_both(jvm, both, paths, "644") == [0o644, 0o644]
 
 
 def status_fields(status) -> tuple:
@@ -105,20 +129,29 @@ def test_link_status_is_what_hadoop_answers(jvm, both, tmp_path, kind):
         path.symlink_to(target)
     else:
         path.symlink_to(tmp_path / "gone")
-    hadoop, lakewatch = (status_fields(fs.getFileLinkStatus(jvm.org.apache.hadoop.fs.Path(str(path)))) for fs in both)
-    assert lakewatch == hadoop
-    assert hadoop[3] == kind.startswith("link")
+    answers = {}
+    for name in (str(path), path.as_uri()):  # FileContext passes file: paths
+        hadoop, lakewatch = (link_status(jvm, fs, name) for fs in both)
+        assert lakewatch == hadoop
+        answers[name] = hadoop
+    assert answers[str(path)][2:4] == (kind == "directory", kind.startswith("link"))
+
+
+def link_status(jvm, fs, name: str) -> tuple:
+    """The status fields, or the Java exception's class (Hadoop's readlink on a `file:` path finds no
+    link, so a link to nothing is then "not found")."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return status_fields(fs.getFileLinkStatus(jvm.org.apache.hadoop.fs.Path(name)))
+    except Py4JJavaError as e:
+        return (e.java_exception.getClass().getName(),)
 
 
 def test_a_missing_path_is_not_found_as_with_hadoop(jvm, both, tmp_path):
-    from py4j.protocol import Py4JJavaError
-
-    errors = []
-    for fs in both:
-        with pytest.raises(Py4JJavaError) as raised:
-            fs.getFileLinkStatus(jvm.org.apache.hadoop.fs.Path(str(tmp_path / "missing")))
-        errors.append(raised.value.java_exception.getClass().getName())
-    assert errors[1] == errors[0] == "java.io.FileNotFoundException"
+    missing = tmp_path / "missing"
+    for name in (str(missing), missing.as_uri()):
+        assert [link_status(jvm, fs, name) for fs in both] == [("java.io.FileNotFoundException",)] * 2
 
 
 def test_the_recorder_sees_hadoops_own_chmod(jvm, both, tmp_path):
@@ -141,3 +174,11 @@ def test_delta_writes_and_a_stream_with_its_checkpoint_start_no_hadoop_shell_pro
         assert sorted(r.id for r in spark.read.format("delta").load(target).collect()) == list(range(8))
     assert {c: n for c, n in started.items() if c in HADOOP_SHELL_COMMANDS} == {}
     assert (tmp_path / "checkpoint" / "commits" / "0").is_file()
+
+
+def test_a_users_class_path_is_added_after_the_jar_not_instead_of_it():
+    conf = {localfs.CLASS_PATH: "/cache/lakewatch-localfs.jar", "spark.hadoop.fs.file.impl": localfs.FILE_SYSTEM}
+    merged = localfs.with_class_path(conf, {localfs.CLASS_PATH: "/opt/jdbc.jar", "spark.sql.shuffle.partitions": "4"})
+    assert merged[localfs.CLASS_PATH].split(os.pathsep) == ["/cache/lakewatch-localfs.jar", "/opt/jdbc.jar"]
+    assert merged["spark.sql.shuffle.partitions"] == "4" and merged["spark.hadoop.fs.file.impl"] == localfs.FILE_SYSTEM
+    assert localfs.with_class_path({}, {localfs.CLASS_PATH: "/opt/jdbc.jar"})[localfs.CLASS_PATH] == "/opt/jdbc.jar"

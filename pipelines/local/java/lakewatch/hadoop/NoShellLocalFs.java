@@ -6,6 +6,7 @@ import java.net.URISyntaxException;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.ChecksumFs;
+import org.apache.hadoop.fs.FsConstants;
 
 /**
  * {@code fs.AbstractFileSystem.file.impl}: what Hadoop's {@code LocalFs} is (checksummed, for
@@ -14,6 +15,6 @@ import org.apache.hadoop.fs.ChecksumFs;
  */
 public class NoShellLocalFs extends ChecksumFs {
   public NoShellLocalFs(URI uri, Configuration conf) throws IOException, URISyntaxException {
-    super(new NoShellRawLocalFs(uri, conf));
+    super(new NoShellRawLocalFs(FsConstants.LOCAL_FS_URI, conf)); // as Hadoop's LocalFs: file:/// whatever the URI
   }
 }

@@ -3,9 +3,6 @@ package lakewatch.hadoop;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.attribute.PosixFilePermission;
-import java.util.EnumSet;
-import java.util.Set;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -20,35 +17,27 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * status it is asked for (each rename through {@code FileContext}: Delta's log, streaming
  * checkpoints). An observability refresh started about 3,700 processes, an ingest update with
  * nothing new about 900, about 2 ms each. This class does the same two things with Java's own file
- * API, and leaves everything it cannot do the same way (a sticky bit, a symbolic link) to Hadoop.
+ * API (the file's mode as chmod sets it; a file's status where it is not a link), and leaves a
+ * symbolic link's status to Hadoop.
  */
 public class NoShellRawLocalFileSystem extends RawLocalFileSystem {
 
-  private static final PosixFilePermission[] BITS = {
-    PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_READ,
-    PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-    PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_READ,
-  };
+  /** The set-user-ID and set-group-ID bits, which chmod keeps on a directory given a numeric mode. */
+  static final int SET_ID_BITS = 06000;
 
-  /** The permission bits of {@code mode} (its low nine bits) as Java's permission set. */
-  static Set<PosixFilePermission> posix(int mode) {
-    Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
-    for (int bit = 0; bit < BITS.length; bit++) {
-      if ((mode & (1 << bit)) != 0) {
-        set.add(BITS[bit]);
-      }
-    }
-    return set;
-  }
-
+  /**
+   * What Hadoop's {@code chmod <%04o mode> <path>} leaves: the permission bits and the sticky bit
+   * from {@code permission}; on a directory the set-user-ID and set-group-ID bits it had (GNU
+   * chmod keeps them for a numeric mode), on anything else none.
+   */
   @Override
   public void setPermission(Path p, FsPermission permission) throws IOException {
-    int mode = permission.toShort();
-    if ((mode & ~0777) != 0) {
-      super.setPermission(p, permission); // sticky bit: Java's file API cannot set it
-      return;
+    java.nio.file.Path path = pathToFile(p).toPath();
+    int mode = permission.toShort() & 01777;
+    if (Files.isDirectory(path)) {
+      mode |= (Integer) Files.getAttribute(path, "unix:mode") & SET_ID_BITS;
     }
-    Files.setPosixFilePermissions(pathToFile(p).toPath(), posix(mode));
+    Files.setAttribute(path, "unix:mode", mode);
   }
 
   @Override
