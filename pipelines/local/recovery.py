@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from pipelines.eventlog import events as E
+from pipelines.eventlog.schema import TERMINAL_FLOW_STATES, TERMINAL_UPDATE_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter, read_journal
 from pipelines.local import checkpoints as C
 from pipelines.local import inflight, measure
@@ -32,8 +33,6 @@ from pipelines.local.lock import RunLock
 
 INTERRUPTED_CLASS = "com.lakewatch.pipelines.UpdateInterruptedException"
 INTERRUPTED_ERROR = "UPDATE_INTERRUPTED"
-TERMINAL_UPDATE = ("COMPLETED", "FAILED", "CANCELED")
-TERMINAL_FLOW = ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "STOPPED")
 FILE_STATE_TABLE = "lakewatch_file_state"
 
 Say = Callable[[str], None]
@@ -121,7 +120,7 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
             "it ended with its engine")
     _replay_journal(spark, home, record)
     events = _existing_events(spark, record)
-    if any(r["event_type"] == "update_progress" and r["update_state"] in TERMINAL_UPDATE for r in events):
+    if any(r["event_type"] == "update_progress" and r["update_state"] in TERMINAL_UPDATE_STATES for r in events):
         inflight.remove(home, record)  # the runner died after closing the update: nothing to do
         return
     origin = E.Origin(pipeline_id=record.pipeline_id, pipeline_name=record.pipeline_name, update_id=record.update_id,
@@ -153,7 +152,7 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     error = E.error([E.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
     for flow in record.flows:
         status = last_status.get(flow.sdp_name)
-        if status is not None and status[1] not in TERMINAL_FLOW:
+        if status is not None and status[1] not in TERMINAL_FLOW_STATES:
             stream.add(E.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED", error_struct=error))
     for measurement, reason, flow in notes:
         stream.add(E.measurement_warning(measure.flow_origin(origin, flow) if flow else origin, ended, measurement, reason))
