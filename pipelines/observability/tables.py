@@ -66,9 +66,16 @@ from typing import Mapping, Sequence
 
 from pipelines import anomalies as A
 from pipelines import insights as I
+from pipelines.eventlog.schema import TERMINAL_FLOW_STATES, TERMINAL_UPDATE_STATES
 
-TERMINAL_UPDATE = "('COMPLETED', 'FAILED', 'CANCELED')"
-TERMINAL_FLOW = "('COMPLETED', 'FAILED', 'SKIPPED', 'EXCLUDED', 'STOPPED')"
+
+def sql_list(values: Sequence[str]) -> str:
+    """`('A', 'B')`: string literals for an `IN` list."""
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+TERMINAL_UPDATE = sql_list(TERMINAL_UPDATE_STATES)
+TERMINAL_FLOW = sql_list(TERMINAL_FLOW_STATES)
 # Bronze's own expectations; rescued and corrupt rows have their own metrics (drift, quarantine).
 BRONZE_EXPECTATIONS = "('no_rescued_data', 'no_corrupt_record')"
 EXPECTATIONS_TYPE = "ARRAY<STRUCT<name: STRING, dataset: STRING, passed_records: BIGINT, failed_records: BIGINT>>"
