@@ -9,11 +9,11 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 JARS := .cache/ivy/.complete
 CDS := .cache/cds/.complete
-LOCALFS := .cache/localfs/.complete
+JAVA := .cache/java/.complete
 
 .PHONY: setup browser demo test test-unit test-integration bench clean clean-state
 
-setup: $(INSTALLED) $(JARS) $(LOCALFS) $(CDS)
+setup: $(INSTALLED) $(JARS) $(JAVA) $(CDS)
 
 # Headless Chromium for the dashboard page test (Debian's package; installed once if missing).
 browser:
@@ -32,15 +32,16 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 	$(BIN)/python -m pipelines.local.jars
 	@touch $@
 
-# Hadoop's local file system without a chmod or readlink process per file (pipelines/local/localfs.py),
-# compiled once against pyspark's Hadoop API jar; every local JVM puts it on its class path.
-$(LOCALFS): $(INSTALLED) pipelines/local/localfs.py $(shell find pipelines/local/java -name '*.java')
-	$(BIN)/python -m pipelines.local.localfs
+# lakewatch's Java classes (pipelines/local/javalib.py), compiled once with the JDK's javac: Hadoop's
+# local file system without a chmod or readlink process per file (localfs.py), and Delta's catalog
+# without a commit for an ALTER TABLE that changes nothing (delta_catalog.py).
+$(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs.py pipelines/local/delta_catalog.py $(shell find pipelines/local/java -name '*.java')
+	$(BIN)/python -m pipelines.local.javalib
 	@touch $@
 
 # Java's class data sharing archive of the engine's classes (pipelines/local/cds.py): about half of
 # every later engine start's CPU. Recorded once, by a real engine on a throwaway state folder.
-$(CDS): $(JARS) $(LOCALFS) pipelines/local/cds.py
+$(CDS): $(JARS) $(JAVA) pipelines/local/cds.py
 	$(BIN)/python -m pipelines.local.cds
 	@touch $@
 

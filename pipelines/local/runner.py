@@ -490,6 +490,7 @@ class _Update:
                 ("dataset and flow definitions", self.write_definitions),
                 ("rows written per flow", self.tally_streaming_rows),
                 ("bytes written per flow", self.add_streaming_bytes),
+                ("flows that ran no micro-batch", self.add_idle_flow_metrics),
                 ("materialized view metrics", self.add_batch_view_metrics),
                 ("backlog at the end of the update", self.add_backlog_at_end),
                 ("file state", self.write_file_state),
@@ -684,6 +685,20 @@ class _Update:
             if all(b in per_batch for b in batches[flow]):
                 self.add(E.flow_metrics(self.flow_origin(flow), ended[flow],
                                         num_output_bytes=sum(per_batch[b] for b in batches[flow])))
+
+    def add_idle_flow_metrics(self) -> None:
+        """A streaming flow that completed without a micro-batch (nothing new upstream) wrote 0 rows and
+        0 bytes: one METRICS event without a batch id says so, so its rows in flow_throughput are 0
+        instead of NULL (not measured). Only when its checkpoint committed no batch in this update
+        either, so a batch whose progress event never arrived stays unmeasured."""
+        assert self.collector is not None
+        ran = {short_name(b.flow) for b in self.collector.snapshot() if b.ran}
+        committed = {flow for flow, _, _ in self.committed_now() - self.committed_before}
+        for flow in sorted(adapter.LOCAL_GRAPH.measured_flows - ran - committed):
+            result = self.flow_status.get(self.sdp_flow_name(flow))
+            if result is not None and result.status == "COMPLETED" and self.checkpoint(flow) is not None:
+                self.add(E.flow_metrics(self.flow_origin(flow), result.ended_at or now(),
+                                        num_output_rows=0, num_output_bytes=0))
 
     def add_batch_view_metrics(self) -> None:
         """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the

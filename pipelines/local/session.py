@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from pipelines.local import cds, jars, localfs
+from pipelines.local import cds, delta_catalog, jars, javalib, localfs
 from pipelines.local.home import LocalHome
 
 TEST_TUNING = {
@@ -86,11 +86,11 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", project_python())
     conf = {
         "spark.master": "local[2]",
-        "spark.jars": ",".join(str(p) for p in jars.jar_paths()),
         "spark.pyspark.python": project_python(),
         "spark.driver.memory": "2g",
         **DELTA_CONF,
         **TEST_TUNING,
+        **delta_catalog.spark_conf(jars.jar_paths()),  # spark.jars: Delta's, then lakewatch's catalog
         **localfs.spark_conf(),
     }
     java_options = " ".join(o for o in (extra_java_options, cds.java_options()) if o)
@@ -156,7 +156,7 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
     }
-    return localfs.with_class_path(conf, dict(spark_conf or {})), log_file
+    return javalib.with_class_path(conf, dict(spark_conf or {})), log_file
 
 
 def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, say: "object" = None) -> LocalSpark:

@@ -25,7 +25,7 @@ MODES = ("644", "600", "755", "700", "444", "640", "777", "000")
 @pytest.fixture(scope="module")
 def jvm(spark):
     if localfs.current_jar() is None:
-        pytest.fail(f"make setup built no {localfs.JAR_NAME} from the current sources (python -m pipelines.local.localfs says why)")
+        pytest.fail(f"make setup built no {localfs.JAR_NAME} from the current sources (python -m pipelines.local.javalib says why)")
     return spark._jvm
 
 
@@ -174,11 +174,3 @@ def test_delta_writes_and_a_stream_with_its_checkpoint_start_no_hadoop_shell_pro
         assert sorted(r.id for r in spark.read.format("delta").load(target).collect()) == list(range(8))
     assert {c: n for c, n in started.items() if c in HADOOP_SHELL_COMMANDS} == {}
     assert (tmp_path / "checkpoint" / "commits" / "0").is_file()
-
-
-def test_a_users_class_path_is_added_after_the_jar_not_instead_of_it():
-    conf = {localfs.CLASS_PATH: "/cache/lakewatch-localfs.jar", "spark.hadoop.fs.file.impl": localfs.FILE_SYSTEM}
-    merged = localfs.with_class_path(conf, {localfs.CLASS_PATH: "/opt/jdbc.jar", "spark.sql.shuffle.partitions": "4"})
-    assert merged[localfs.CLASS_PATH].split(os.pathsep) == ["/cache/lakewatch-localfs.jar", "/opt/jdbc.jar"]
-    assert merged["spark.sql.shuffle.partitions"] == "4" and merged["spark.hadoop.fs.file.impl"] == localfs.FILE_SYSTEM
-    assert localfs.with_class_path({}, {localfs.CLASS_PATH: "/opt/jdbc.jar"})[localfs.CLASS_PATH] == "/opt/jdbc.jar"
