@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from pipelines.errors import LakewatchError
+
 SOURCES = Path(__file__).resolve().parent / "java"
 # [path]: jars on the class path name jars in their manifests that pyspark does not ship.
 JAVAC_OPTIONS = ("--release", "17", "-Xlint:all,-path", "-Werror")
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         try:
             path = library.build()
-        except (OSError, subprocess.CalledProcessError) as e:  # an optimisation: setup goes on without it
+        except (OSError, subprocess.CalledProcessError, LakewatchError) as e:  # an optimisation: setup goes on without it
             print(f"no {library.jar_name} ({type(e).__name__}: {e}); local JVMs run without {library.package}",
                   file=sys.stderr)
             continue

@@ -501,8 +501,6 @@ class _Update:
                         step()
                 except Exception as e:  # noqa: BLE001 (one measurement failing must not stop the others)
                     self.warn(name, _one_line(_error_text(e)))
-        with self.clock("event log flush"):
-            self.stream.flush(final=True)  # flow events held for their exception chain are completed now
         ended = now()
         error_struct = None
         if final_state == "FAILED":
@@ -520,6 +518,8 @@ class _Update:
             cancellation_cause="USER_ACTION" if final_state == "CANCELED" else None,
         )
         with self.clock("event log close"):
+            # One last commit: the flow events held for their exception chain (completed now) and the
+            # update's terminal event, which sorts after them (its timestamp is the latest).
             self.stream.close()
         try:  # what the session writes next (a job's next task) is not this update's
             self.spark.conf.unset(measure.USER_METADATA_CONF)

@@ -106,6 +106,18 @@ def test_a_changed_value_and_a_changed_comment_are_committed(spark, jvm, table):
     assert spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Comment'").collect()[0]["data_type"] == "clean rows"
 
 
+def test_a_comment_on_a_table_without_one_is_committed(spark, jvm, tmp_path):
+    """A table created without a comment has no `comment` among its properties: SDP's comment is new."""
+    name = f"uncommented_{tmp_path.name.replace('-', '_')}"[:60]
+    spark.sql(f"CREATE TABLE {name} (id BIGINT) USING DELTA")
+    try:
+        alter(spark, jvm, session_catalog(spark), name, ("set", "comment", "raw rows"))
+        assert versions(spark, name)[-1] == (1, "SET TBLPROPERTIES")
+        assert spark.sql(f"DESCRIBE TABLE EXTENDED {name}").where("col_name = 'Comment'").collect()[0]["data_type"] == "raw rows"
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
 def test_a_column_change_beside_unchanged_properties_is_committed(spark, jvm, table):
     alter(spark, jvm, session_catalog(spark), table, ("set", "quality", "bronze"), ("add", "amount", "DoubleType"))
     assert "ADD COLUMNS" in [operation for _, operation in versions(spark, table)[1:]]
