@@ -31,7 +31,7 @@ from pipelines.errors import engine_message
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
-from pipelines.local import codegen, inflight, jvm_log, measure
+from pipelines.local import codegen, inflight, jvm_log, measure, polling
 from pipelines.local.capture import BatchProgress, ProgressCollector
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
@@ -281,8 +281,10 @@ class _Update:
     def register(self) -> None:
         self.registered_at = now()
         conf = self.configuration()
-        choice = codegen.choose(codegen.landing_backlogs(conf, self.storage, self.catalog, self.schema), conf)
+        backlogs = codegen.landing_backlogs(conf, self.storage, self.catalog, self.schema)
+        choice = codegen.choose(backlogs, conf)
         conf.update(choice.settings)  # the graph's SQL configuration: every flow of the update runs with it
+        conf.update(polling.choose(backlogs, conf))  # read from the session by SDP's flow scheduler
         for key, value in conf.items():
             self.spark.conf.set(key, value)
         graph_id = create_dataflow_graph(self.spark, default_catalog=self.catalog, default_database=self.schema, sql_conf=conf)
