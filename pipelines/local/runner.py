@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
@@ -694,13 +694,12 @@ class _Update:
         instead of NULL (not measured). Only when its checkpoint committed no batch in this update
         either, so a batch whose progress event never arrived stays unmeasured."""
         assert self.collector is not None
-        ran = {short_name(b.flow) for b in self.collector.snapshot() if b.ran}
-        committed = {flow for flow, _, _ in self.committed_now() - self.committed_before}
-        for flow in sorted(adapter.LOCAL_GRAPH.measured_flows - ran - committed):
-            result = self.flow_status.get(self.sdp_flow_name(flow))
-            if result is not None and result.status == "COMPLETED" and self.checkpoint(flow) is not None:
-                self.add(E.flow_metrics(self.flow_origin(flow), result.ended_at or now(),
-                                        num_output_rows=0, num_output_bytes=0))
+        completed = {flow for flow in adapter.LOCAL_GRAPH.measured_flows if self.checkpoint(flow) is not None
+                     and getattr(self.flow_status.get(self.sdp_flow_name(flow)), "status", None) == "COMPLETED"}
+        for flow in idle_flows(completed, self.collector.snapshot(), self.committed_now() - self.committed_before):
+            result = self.flow_status[self.sdp_flow_name(flow)]
+            self.add(E.flow_metrics(self.flow_origin(flow), result.ended_at or now(),
+                                    num_output_rows=0, num_output_bytes=0))
 
     def add_batch_view_metrics(self) -> None:
         """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the
@@ -760,6 +759,16 @@ class _Update:
     def write_file_state(self) -> None:
         measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values(),
                                  inflight.ledger_path(self.runner.home, self.pipeline.name))
+
+
+def idle_flows(completed: set[str], batches: Iterable[BatchProgress],
+               committed: set[tuple[str, str, int]]) -> list[str]:
+    """The completed streaming flows (short names) that ran no micro-batch in the update: none reported
+    by the listener (`ran`) and none committed in their checkpoints during the update (a batch whose
+    progress event was lost still counts as run, so its rows stay unmeasured, not 0)."""
+    ran = {short_name(b.flow) for b in batches if b.ran}
+    written = {flow for flow, _, _ in committed}
+    return sorted(completed - ran - written)
 
 
 def _in_parallel(function: Callable[[Any], Any], items: Sequence[Any], key: Callable[[Any], Any] = lambda x: x,
