@@ -230,7 +230,11 @@ class _Update:
         self.add(E.user_action(self.origin, self.started_at, action="START", user_name=_user()))
         self.update_state("INITIALIZING")
         with self.clock("initialize"):
-            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.catalog}.{self.schema}")
+            namespace = f"{self.catalog}.{self.schema}"
+            # Spark 4.2 tries the create and ignores Hive's AlreadyExistsException, which the metastore
+            # logs as an ERROR with its stack trace in the engine's log at every update: ask first.
+            if not self.spark.catalog.databaseExists(namespace):
+                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {namespace}")
             self.writer.ensure_table()
             inflight.save(self.runner.home, self.record)
             self.stream.flush()

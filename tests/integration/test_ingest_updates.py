@@ -346,3 +346,13 @@ def test_an_update_with_nothing_new_for_a_table_commits_nothing_to_it(scenario, 
         F.expr("count(origin.batch_id)").alias("batches"),
     ).selectExpr("substring_index(flow_name, '.', -1) AS flow", "rows", "batches").collect()}
     assert rows == {f"{table}_bronze": (0, 0), table: (0, 0), f"{table}_to_corrupt_records_sink": (0, 0)}
+
+
+def test_updates_of_an_existing_schema_log_no_metastore_error(scenario):
+    """The engine's own log (every JVM log of the home): five updates of a schema that exists from the
+    first one on leave no ERROR of Hive's metastore (a CREATE DATABASE it refuses as existing)."""
+    logs = sorted(Path(scenario.tables.home, "logs").glob("*.log"))
+    assert logs
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
+    assert "Materializing metadata" in text  # SDP's lines of the updates are in these logs
+    assert "AlreadyExistsException" not in text
