@@ -25,18 +25,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipelines.local import jars
-from pipelines.local.javalib import JARS, JavaLibrary
+from pipelines.local.javalib import JARS, JavaLibrary, pyspark_jars
 
 PACKAGE = "lakewatch.catalog"
 CATALOG_CLASS = f"{PACKAGE}.UnchangedPropertiesDeltaCatalog"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"  # Delta's own
 SESSION_CATALOG = "spark.sql.catalog.spark_catalog"
 
 
 def compile_class_path() -> list[Path]:
     """pyspark's jars (Spark's catalog API, Scala) and Delta's."""
-    import pyspark
-
-    return [*sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")), *jars.jar_paths()]
+    return [*pyspark_jars(), *jars.jar_paths()]
 
 
 LIBRARY = JavaLibrary("lakewatch-catalog", PACKAGE, compile_class_path)
@@ -47,5 +46,5 @@ def spark_conf(delta_jars: list[Path], jar: Path | None = None) -> dict[str, str
     catalog: lakewatch's when the jar is current, else Delta's."""
     path = LIBRARY.current_jar(jar)
     if path is None:
-        return {JARS: ",".join(map(str, delta_jars)), SESSION_CATALOG: "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+        return {JARS: ",".join(map(str, delta_jars)), SESSION_CATALOG: DELTA_CATALOG}
     return {JARS: ",".join(map(str, [*delta_jars, path])), SESSION_CATALOG: CATALOG_CLASS}

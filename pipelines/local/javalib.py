@@ -126,11 +126,16 @@ def _tool(name: str) -> str:
     return found
 
 
-def pyspark_jar(prefix: str) -> Path:
-    """The newest jar pyspark ships whose name starts with `prefix`."""
+def pyspark_jars(prefix: str = "") -> list[Path]:
+    """The jars pyspark ships whose names start with `prefix`, sorted."""
     import pyspark
 
-    found = sorted((Path(pyspark.__file__).parent / "jars").glob(f"{prefix}*.jar"))
+    return sorted((Path(pyspark.__file__).parent / "jars").glob(f"{prefix}*.jar"))
+
+
+def pyspark_jar(prefix: str) -> Path:
+    """The newest jar pyspark ships whose name starts with `prefix`."""
+    found = pyspark_jars(prefix)
     if not found:
         raise FileNotFoundError(f"pyspark ships no {prefix}*.jar")
     return found[-1]

@@ -48,7 +48,7 @@ DELTA_CONF = {
     # Tables default to Delta, as on Databricks (SDP would otherwise create parquet tables).
     "spark.sql.sources.default": "delta",
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    delta_catalog.SESSION_CATALOG: delta_catalog.DELTA_CATALOG,
 }
 
 LOG4J2_TEMPLATE = """\
