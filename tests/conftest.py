@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-# `make test` runs `pytest -n 2 --dist loadfile`: each module runs whole on one worker, so its
-# module-scoped fixtures (a state folder and its engine, crafted tables) are set up once. Modules are
-# handed out in collection order, so the longest go first and the two workers finish close together.
+# `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each module runs whole on one
+# worker, so its module-scoped fixtures (a state folder and its engine, crafted tables) are set up once.
+# Modules are handed out in collection order (without the flag pytest-xdist 3.8 hands out the files
+# with the most tests first), so the longest go first and the two workers finish close together.
 LONGEST_FIRST = ["test_trust", "test_demo", "test_ingest_updates", "test_interruptions", "test_remote", "test_formats", "test_engine"]
 
 
