@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pipelines import anomalies as A
-from tests.eventlog_builders import Inputs, completed_update
+from tests.eventlog_builders import Inputs, Update, completed_update
 
 START = datetime(2026, 11, 2, 6, 0, tzinfo=timezone.utc)  # a Monday
 
@@ -186,3 +186,23 @@ def test_too_little_history_flags_nothing(spark):
     flagged, metrics = anomalies_of(spark, story(history=A.MIN_HISTORY - 1))
     assert flagged == {}
     assert metrics["anomalies_last_update"] == (0.0, None)
+
+
+def test_rows_written_leaves_out_updates_a_streaming_flow_had_nothing_to_read(spark):
+    """Files land every hour and the pipeline runs every 15 minutes: three of four updates find nothing
+    for orders_bronze (it completes without a micro-batch and writes 0). Its next 1,000-row batch is
+    usual. A view that never runs micro-batches and suddenly writes 0 is still a drop, and so is a
+    streaming flow whose micro-batch wrote 0."""
+    updates = []
+    for i in range(28):  # the last update brings the 7th batch: 6 earlier batches make a baseline
+        u = Update(f"u{i:02d}", NOW - timedelta(minutes=15 * (28 - i))).state("RUNNING", 1)
+        arrived = i % 4 == 3
+        u.ran("orders_bronze", 2, 20, 1000 if arrived else 0, **({"batch_id": i} if arrived else {}))
+        last = i == 27
+        u.ran("orders_daily_view", 21, 30, 0 if last else 500)
+        u.ran("orders_to_corrupt_records_sink", 21, 30, 0 if last else 200, batch_id=i)
+        updates.append(u.state("COMPLETED", 60))
+    flagged, _ = anomalies_of(spark, Inputs(updates))
+    rows = {(u, s): r for (u, m, s), r in flagged.items() if m == "rows_written"}
+    assert set(rows) == {("u27", "orders_daily_view"), ("u27", "orders_to_corrupt_records_sink")}
+    assert rows[("u27", "orders_daily_view")]["baseline_median"] == 500
