@@ -64,11 +64,13 @@ BASELINES: tuple[Baseline, ...] = (
     Baseline("update_duration_seconds", "pipeline", SPIKE, 30.0, 0.5, f"""
 SELECT u.pipeline_name, u.pipeline_name AS subject, u.update_id, u.start_time AS at, u.duration_seconds AS value
 FROM update_status u WHERE {_COMPARABLE}"""),
-    # A flow that reports micro-batches is streaming; its updates without one had nothing new to read
-    # (files arrive less often than the pipeline runs) and are left out: with them, a series such as
-    # 0, 0, 0, 1000, 0, 0, 0, 1000 has a median of 0 and flags every real batch. No rows arriving is
-    # lakewatch_no_rows' alert. A micro-batch that wrote 0 rows, and a materialized view (no
-    # micro-batches) that wrote 0, stay in the series.
+    # A flow that reported a micro-batch in any update is streaming; its updates without one found
+    # nothing new to read (files arrive less often than the pipeline runs) and are left out: with them,
+    # a series such as 0, 0, 0, 1000, 0, 0, 0, 1000 has a median of 0 and flags every real batch. So
+    # the series is rows per update that read something. A micro-batch that wrote 0 rows, and a
+    # materialized view (no micro-batches) that wrote 0, stay in it. An update with no rows in any
+    # bronze table is lakewatch_no_rows' alert; one bronze flow going quiet while others still get
+    # files is flagged by neither (as before idle flows reported 0).
     Baseline("rows_written", "flow", BOTH, 50.0, 0.5, f"""
 SELECT u.pipeline_name, t.flow_name AS subject, u.update_id, u.start_time AS at, CAST(t.rows_written AS DOUBLE) AS value
 FROM (SELECT *, max(batches) OVER (PARTITION BY pipeline_name, flow_name) AS most_batches FROM flow_throughput) t

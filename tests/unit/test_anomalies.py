@@ -190,19 +190,25 @@ def test_too_little_history_flags_nothing(spark):
 
 def test_rows_written_leaves_out_updates_a_streaming_flow_had_nothing_to_read(spark):
     """Files land every hour and the pipeline runs every 15 minutes: three of four updates find nothing
-    for orders_bronze (it completes without a micro-batch and writes 0). Its next 1,000-row batch is
-    usual. A view that never runs micro-batches and suddenly writes 0 is still a drop, and so is a
-    streaming flow whose micro-batch wrote 0."""
+    for the bronze flows (each completes without a micro-batch and writes 0). orders_bronze's next
+    1,000-row batch is usual; customers_bronze's 10,000-row batch is a spike against the 6 batches of
+    1,000 before it, the idle updates left out. A view that never runs micro-batches and suddenly
+    writes 0 is still a drop, and so is a streaming flow whose micro-batch wrote 0."""
+    assert A.MIN_HISTORY <= 6  # the 6 earlier batches make a baseline
     updates = []
-    for i in range(28):  # the last update brings the 7th batch: 6 earlier batches make a baseline
+    for i in range(28):  # files arrive before every fourth update: the last brings the 7th batch
         u = Update(f"u{i:02d}", NOW - timedelta(minutes=15 * (28 - i))).state("RUNNING", 1)
-        arrived = i % 4 == 3
-        u.ran("orders_bronze", 2, 20, 1000 if arrived else 0, **({"batch_id": i} if arrived else {}))
-        last = i == 27
+        arrived, last = i % 4 == 3, i == 27
+        batch = {"batch_id": i} if arrived else {}
+        u.ran("orders_bronze", 2, 20, 1000 if arrived else 0, **batch)
+        u.ran("customers_bronze", 2, 20, (10000 if last else 1000) if arrived else 0, **batch)
         u.ran("orders_daily_view", 21, 30, 0 if last else 500)
         u.ran("orders_to_corrupt_records_sink", 21, 30, 0 if last else 200, batch_id=i)
         updates.append(u.state("COMPLETED", 60))
     flagged, _ = anomalies_of(spark, Inputs(updates))
     rows = {(u, s): r for (u, m, s), r in flagged.items() if m == "rows_written"}
-    assert set(rows) == {("u27", "orders_daily_view"), ("u27", "orders_to_corrupt_records_sink")}
+    assert set(rows) == {("u27", "customers_bronze"), ("u27", "orders_daily_view"),
+                         ("u27", "orders_to_corrupt_records_sink")}
+    spike = rows[("u27", "customers_bronze")]
+    assert (spike["history_size"], spike["baseline_median"], spike["kind"]) == (6, 1000, "spike")
     assert rows[("u27", "orders_daily_view")]["baseline_median"] == 500
