@@ -8,7 +8,9 @@ or an error before anything ran. Errors print as one paragraph; `--verbose` adds
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
+import signal
 import sys
 import traceback
 from datetime import date, datetime
@@ -416,6 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # `kill -USR1 <pid>` prints every thread's Python stack to stderr: what a run that seems stuck waits on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = build_parser().parse_args(argv)
     project = None
     try:

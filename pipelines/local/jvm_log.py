@@ -1,17 +1,24 @@
-"""Reads the JVM log of the local engine for the exceptions behind failed flows.
+"""Reads the JVM log of the local engine for what SDP's event stream leaves out.
 
 SDP's event stream says that a flow failed and gives the error text, but not the exception's class;
 its log does (`ERROR TriggeredGraphExecution: Flow `x` failed` followed by the exception and its
 `Caused by:` chain), which is what the event log's `error.exceptions` holds on Databricks.
+
+The stream can also lose a flow's COMPLETED event (see `runner.Update.recover_lost_completions`);
+the log still has the moment SDP's scheduler saw the flow complete
+(`INFO TriggeredGraphExecution: Flow `x` has COMPLETED in TriggeredFlowExecution.`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
-_HEADER = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [A-Z]+ \S+: (?P<message>.*)$")
+# The engine's log4j layout: `%d{yyyy-MM-dd HH:mm:ss.SSS}{UTC} %p %c{1}: %m` (pipelines/local/session.py).
+_HEADER = re.compile(r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) [A-Z]+ \S+: (?P<message>.*)$")
+_FLOW_COMPLETED = re.compile(r"^Flow (?P<flow>\S+) has COMPLETED in TriggeredFlowExecution\.")
 # e.g. "Flow `spark_catalog`.`lakewatch`.`orders_bronze` failed", "Flow 'x' has FAILED more than 1 times ...",
 # "Unhandled exception while starting flow:x"
 _FLOW_FAILED = re.compile(r"Flow (?P<flow>\S+) (?:failed|has FAILED)|starting flow:\s*(?P<flow2>\S+)")
@@ -60,4 +67,17 @@ def flow_exceptions(text: str) -> dict[str, list[JvmException]]:
             i += 1
         if chain:
             result[flow] = chain
+    return result
+
+
+def flow_completions(text: str) -> dict[str, datetime]:
+    """Flow name (last part) -> when SDP's scheduler last logged it COMPLETED (UTC)."""
+    result: dict[str, datetime] = {}
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        completed = _FLOW_COMPLETED.match(header.group("message")) if header else None
+        if completed:
+            flow = completed.group("flow").split(".")[-1].strip("`'")
+            at = datetime.strptime(header.group("at"), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+            result[flow] = at
     return result

@@ -35,7 +35,7 @@ from pipelines.local import codegen, inflight, jvm_log, measure, polling
 from pipelines.local.capture import BatchProgress, ProgressCollector
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
-from pipelines.local.sdp_events import SdpEvent, error_class, parse, short_name
+from pipelines.local.sdp_events import SdpEvent, error_class, lost_completions, parse, short_name
 from pipelines.local.session import LocalSpark
 
 FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
@@ -171,6 +171,7 @@ class _Update:
         self.flow_status: dict[str, FlowResult] = {}
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
+        self.run_status: SdpEvent | None = None  # SDP's last "Run is ..." event
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -389,6 +390,7 @@ class _Update:
                 raw = result["pipeline_event_result"].event
                 timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
                 self.on_sdp_event(parse(timestamp, raw.message))
+            self.recover_lost_completions()
         finally:
             self.clock.spans.append(("pipeline run (setup and flows)", time.monotonic() - run_started))
             with self.clock("wait for progress events"):
@@ -397,8 +399,23 @@ class _Update:
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
 
+    def recover_lost_completions(self) -> None:
+        """Writes the COMPLETED events SDP's stream lost (`sdp_events.lost_completions`), so a flow of
+        a completed run is not left RUNNING in the event log, nor a materialized view it refreshed
+        taken for unrefreshed and rolled back."""
+        run = self.run_status
+        logged = jvm_log.flow_completions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
+        statuses = {name: result.status for name, result in self.flow_status.items()}
+        for event in lost_completions(statuses, run.run_status if run else None, logged,
+                                      run.timestamp if run else now()):
+            self.say(f"    note: the engine's COMPLETED event of {short_name(event.flow or '')} was lost "
+                     "(sent after the run closed its event stream); written from the engine log")
+            self.on_sdp_event(event)
+
     def on_sdp_event(self, event: SdpEvent) -> None:
         self.sdp_events.append(event)
+        if event.run_status is not None:
+            self.run_status = event
         if event.flow is None:
             return
         if not self.printed_running and event.status in ("QUEUED", "PLANNING", "STARTING", "RUNNING"):

@@ -14,6 +14,7 @@ Exact texts, from `../shared/reference/local-engine.md` and observed runs:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -83,3 +84,27 @@ def parse(timestamp: datetime, message: str) -> SdpEvent:
                 resolution_failure=first.startswith("Failed to resolve flow"),
             )
     return SdpEvent(timestamp, message)
+
+
+# A flow in one of these states has not finished (SDP's FlowStatus.isTerminal is false for them).
+UNFINISHED = ("QUEUED", "PLANNING", "STARTING", "RUNNING")
+
+
+def lost_completions(statuses: Mapping[str, str], run_status: str | None, logged: Mapping[str, datetime],
+                     run_ended: datetime) -> list[SdpEvent]:
+    """The COMPLETED events the stream lost, for flows (SDP name -> last status seen) of a run.
+
+    Open-source SDP 4.2 logs a flow's COMPLETED event from a callback: a batch flow's future
+    completion, a streaming flow's query listener. Its scheduler does not wait for that callback, so
+    when a run's last flows finish, the run can complete and close its event stream first; the event
+    is then dropped (the engine log says STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN). Measured on
+    small ingest updates: 2 of 24. A run is COMPLETED only when each flow it ran succeeded (a failed
+    or skipped flow fails the run), so a flow of a COMPLETED run still seen unfinished completed: at
+    the time the engine logged it (`logged`, by last name part), else when the run ended. Nothing for a
+    run that did not complete: its flows' outcomes are not known.
+    """
+    if run_status != "COMPLETED":
+        return []
+    unfinished = [name for name, status in statuses.items() if status in UNFINISHED]
+    return [SdpEvent(logged.get(short_name(name), run_ended), f"Flow {name} has COMPLETED.", flow=name,
+                     status="COMPLETED") for name in unfinished]

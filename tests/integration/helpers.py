@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -43,16 +44,60 @@ class Cli:
     def run(self, *args: str, expect: int | None = 0, timeout: int = 600,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         env = {**cli_env(self.home), **(env or {})}
-        result = subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", *args],
-            cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-        )
+        command = [sys.executable, "-m", "pipelines.cli", *args]
+        with subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) as process:
+            try:
+                stdout, stderr = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(hang_report(self.home, process, args, timeout)) from None
+        result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         if expect is not None and result.returncode != expect:
             raise AssertionError(
                 f"lakewatch {' '.join(args)} exited {result.returncode}, expected {expect}\n"
                 f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}"
             )
         return result
+
+
+def hang_report(home: Path, process: subprocess.Popen, args: tuple[str, ...], timeout: int) -> str:
+    """What a CLI run that did not end in time was doing: its Python threads (the CLI prints them on
+    SIGUSR1), the engine's JVM threads (jstack, saved whole in the home) and the engine log's tail.
+    The process is killed after."""
+    import signal
+    import time
+
+    from pipelines.local import engine
+    from pipelines.local.home import LocalHome
+
+    with contextlib.suppress(OSError):
+        process.send_signal(signal.SIGUSR1)
+    time.sleep(2)
+    info = engine.read_info(LocalHome(home))
+    threads = ""
+    if info is not None:  # its pid is the Python process that serves; the JVM is its child
+        try:
+            jvms = subprocess.run(["pgrep", "-P", str(info.pid), "java"], capture_output=True, text=True).stdout.split()
+            threads = "".join(subprocess.run(["jstack", pid], capture_output=True, text=True, timeout=60).stdout
+                              for pid in jvms) or f"no JVM found under pid {info.pid}"
+        except (OSError, subprocess.SubprocessError) as e:
+            threads = f"jstack failed: {e}"
+        (home / "hang-jstack.txt").write_text(threads)
+    process.kill()
+    stdout, stderr = process.communicate()
+    log = Path(info.log_file) if info is not None else None
+    log_tail = log.read_text(errors="replace").splitlines()[-40:] if log is not None and log.is_file() else []
+    # The JVM threads that run pipelines, flows and Connect requests; the rest are Spark's idle pools.
+    busy = [t for t in threads.split("\n\n") if any(k in t for k in (
+        "pipelines", "Topological", "SparkConnectExecute", "stream execution", "MicroBatch"))]
+    return "\n".join([
+        f"lakewatch {' '.join(args)} did not end in {timeout}s; killed. Home: {home}",
+        f"--- stdout (tail)\n{(stdout or '')[-3000:]}",
+        f"--- stderr (tail; the Python threads)\n{(stderr or '')[-6000:]}",
+        f"--- engine log {log} (tail)\n" + "\n".join(log_tail)[-6000:],
+        "--- engine JVM threads that run pipelines and requests (all: hang-jstack.txt in the home)\n"
+        + "\n\n".join(busy)[-8000:],
+    ])
 
 
 @dataclass

@@ -74,6 +74,25 @@ def test_every_update_has_exactly_one_terminal_state(tables, log):
     assert rows and {r["n"] for r in rows} == {1}
 
 
+@pytest.mark.parametrize("log", ["lakewatch_ingest_event_log", "lakewatch_observability_event_log"])
+def test_every_flow_of_a_completed_update_ends_completed(tables, log):
+    # SDP's stream can drop a flow's COMPLETED event when the run ends first (sdp_events.lost_completions):
+    # the flow must still end COMPLETED in the event log, not stay RUNNING in a completed update.
+    rows = tables.sql(
+        """WITH flows AS (
+             SELECT origin.update_id AS u, origin.flow_name AS f,
+                    collect_set(get_json_object(details, '$.flow_progress.status')) AS statuses
+             FROM {log} WHERE event_type = 'flow_progress' GROUP BY 1, 2),
+           completed AS (
+             SELECT origin.update_id AS u FROM {log}
+             WHERE event_type = 'update_progress' AND get_json_object(details, '$.update_progress.state') = 'COMPLETED')
+           SELECT f.u, f.f, f.statuses FROM flows f JOIN completed c ON c.u = f.u""",
+        log=log,
+    ).collect()
+    assert rows
+    assert [(r["u"], r["f"], sorted(r["statuses"])) for r in rows if "COMPLETED" not in r["statuses"]] == []
+
+
 def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and_the_cause(tables):
     failed = [r["update_id"] for r in tables.table("update_status").where("final_state = 'FAILED'").collect()]
     [insight] = tables.table("run_insights").collect()  # the demo fails one update on purpose

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipelines.local.sdp_events import error_class, parse, short_name
+from pipelines.local.sdp_events import error_class, lost_completions, parse, short_name
 
 T = datetime(2026, 11, 29, tzinfo=timezone.utc)
 
@@ -50,3 +50,25 @@ def test_helpers():
     assert short_name("spark_catalog.lakewatch.`orders`") == "orders"
     assert error_class("[FAILED_READ_FILE.NO_HINT] Encountered error") == "FAILED_READ_FILE.NO_HINT"
     assert error_class("no class here") is None
+
+
+LOGGED = datetime(2026, 11, 29, 0, 0, 5, tzinfo=timezone.utc)
+RUN_ENDED = datetime(2026, 11, 29, 0, 0, 6, tzinfo=timezone.utc)
+
+
+def test_a_completed_run_completes_each_flow_still_seen_unfinished():
+    statuses = {"spark_catalog.lakewatch.orders": "RUNNING", "orders_to_corrupt_records_sink": "STARTING",
+                "spark_catalog.lakewatch.orders_bronze": "COMPLETED", "x": "EXCLUDED", "y": "SKIPPED"}
+    events = lost_completions(statuses, "COMPLETED", {"orders": LOGGED}, RUN_ENDED)
+    assert [(e.flow, e.status, e.timestamp) for e in events] == [
+        ("spark_catalog.lakewatch.orders", "COMPLETED", LOGGED),  # when the engine logged it
+        ("orders_to_corrupt_records_sink", "COMPLETED", RUN_ENDED),  # not logged: when the run ended
+    ]
+    # The event is one the stream's own parser reads back as the same completion.
+    assert (parse(T, events[0].message).flow, parse(T, events[0].message).status) == (
+        "spark_catalog.lakewatch.orders", "COMPLETED")
+
+
+@pytest.mark.parametrize("run_status", ["FAILED", "CANCELED", None])
+def test_a_run_that_did_not_complete_says_nothing_of_its_unfinished_flows(run_status):
+    assert lost_completions({"orders": "RUNNING"}, run_status, {"orders": LOGGED}, RUN_ENDED) == []
