@@ -418,8 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # `kill -USR1 <pid>` prints every thread's Python stack to stderr: what a run that seems stuck waits on.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # `kill -USR1 <pid>` prints every thread's Python stack to stderr: what a run that seems stuck
+    # waits on. (Not when stderr is no file, as under a test's capture.)
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (OSError, ValueError):
+        pass
     args = build_parser().parse_args(argv)
     project = None
     try:
@@ -433,7 +437,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 (the one place errors become messages)
-        print(f"error: {error_paragraph(e, args.verbose)}", file=sys.stderr)
+        stopped = project.engine_stopped() if project is not None else None
+        if stopped is not None and args.verbose:
+            print(f"error: {error_paragraph(e, True)}", file=sys.stderr)
+        print(f"error: {error_paragraph(stopped or e, args.verbose)}", file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
         return EXIT_ERROR

@@ -87,6 +87,11 @@ ERROR_CLASSES: dict[str, str] = {
     "ENGINE_START_FAILED": (
         "The local engine for {home} did not start (exit {code}): {tail} Its output is in {log}."
     ),
+    "ENGINE_STOPPED": (
+        "The local engine for {home} (pid {pid}) stopped while this command ran: {reason}. What was "
+        "running on it is lost; an update it ran is closed as FAILED by the next command, which starts "
+        "a new engine. Its JVM log: {log}; its output: {out}."
+    ),
     "QUERY_FAILED": "The query failed: {reason}",
     "JOB_SQL_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",
     "JOB_PYTHON_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",

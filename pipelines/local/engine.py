@@ -188,9 +188,14 @@ def serve(home: LocalHome, spark_conf: Mapping[str, str], idle_seconds: int) -> 
     print(f"lakewatch engine ready on {info.url} (pid {info.pid}, idle stop after {idle_seconds}s)", flush=True)
     last_busy = time.monotonic()
     reason = "stopped"
+    jvm = getattr(spark.sparkContext._gateway, "proc", None)  # the JVM this process launched
     try:
         while not stopping:
             time.sleep(POLL_SECONDS)
+            if jvm is not None and jvm.poll() is not None:
+                # Its clients retry while this process lives (see connect): a dead JVM ends it.
+                reason = f"its JVM exited (code {jvm.returncode}; killed or out of memory?)"
+                break
             if _live_leases(home):
                 last_busy = time.monotonic()
             elif time.monotonic() - last_busy > idle_seconds:
@@ -208,8 +213,17 @@ def serve(home: LocalHome, spark_conf: Mapping[str, str], idle_seconds: int) -> 
             with contextlib.suppress(OSError):
                 info_file(home).unlink()
         print(f"lakewatch engine stopping: {reason}", flush=True)
-        spark.stop()
+        if jvm is None or jvm.poll() is None:
+            spark.stop()
     return 0
+
+
+def stop_reason(home: LocalHome) -> str:
+    """Why the state folder's last engine stopped, as it said in its output (or that it did not say)."""
+    out = engine_dir(home) / "engine.out"
+    lines = out.read_text(errors="replace").splitlines() if out.is_file() else []
+    said = [line for line in lines if line.startswith("lakewatch engine stopping: ")]
+    return said[-1].removeprefix("lakewatch engine stopping: ") if said else "its process ended without saying why"
 
 
 # -- clients -----------------------------------------------------------------------------------
@@ -343,14 +357,31 @@ def live_clients(home: LocalHome) -> int:
     return _live_leases(home)
 
 
-def connect(url: str, session_id: str | None = None) -> Any:
-    """A Spark Connect session on `url` (a new server-side session unless `session_id` is given)."""
+def connect(url: str, session_id: str | None = None, engine_pid: int | None = None) -> Any:
+    """A Spark Connect session on `url` (a new server-side session unless `session_id` is given).
+
+    With `engine_pid` (the local engine), a failed call is retried only while that process lives:
+    Spark Connect's own policy retries an unreachable server for at least 10 minutes, so a command
+    whose engine was killed would wait that long (once per call) before it could say so."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     sid = session_id or str(uuid.uuid4())
     # pyspark's functions build Connect columns only when this process-wide flag is set.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-    return ConnectSession.builder.remote(f"{url.rstrip('/')}/;session_id={sid}").create()
+    session = ConnectSession.builder.remote(f"{url.rstrip('/')}/;session_id={sid}").create()
+    if engine_pid is not None:
+        session.client.set_retry_policies([_retry_while_alive(engine_pid)])
+    return session
+
+
+def _retry_while_alive(pid: int) -> Any:
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    class RetryWhileEngineLives(DefaultPolicy):
+        def can_retry(self, exception: BaseException) -> bool:
+            return pid_alive(pid) and super().can_retry(exception)
+
+    return RetryWhileEngineLives()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -100,6 +101,20 @@ class LocalProject:
         name = self.schema_name(key)
         if self.spark.catalog.databaseExists(name.split(".")[-1]):
             self.spark.sql(f"USE {name}")
+
+    def engine_stopped(self) -> Exception | None:
+        """ENGINE_STOPPED when this command's local engine is gone (what an error while connected to
+        it most likely comes from), else None."""
+        from pipelines.errors import LakewatchError
+        from pipelines.local import engine
+
+        pid = self._local.engine_pid if self._local is not None else None
+        if pid is None or engine.pid_alive(pid):
+            return None
+        time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
+        return LakewatchError("ENGINE_STOPPED", {
+            "home": self.home.root, "pid": pid, "reason": engine.stop_reason(self.home),
+            "log": self._local.log_file, "out": engine.engine_dir(self.home) / "engine.out"})
 
     def close_session(self) -> None:
         """Disconnects from the engine (the run lock, if held, stays)."""

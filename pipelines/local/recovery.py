@@ -68,6 +68,9 @@ def _release_session(url: str, session_id: str) -> None:
     from pyspark.sql.connect.client import SparkConnectClient
 
     client = SparkConnectClient(f"{url.rstrip('/')}/;session_id={session_id}")
+    # No retries: the engine that ran it is often gone (killed with its runner), and Spark Connect's
+    # default policy would retry an unreachable server for 10 minutes before the update is closed.
+    client.set_retry_policies([])
     try:
         client.release_session()
     finally:

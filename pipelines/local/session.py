@@ -111,6 +111,7 @@ class LocalSpark:
     url: str
     session_id: str
     lease: "object | None" = None  # engine.Lease while connected to the local engine
+    engine_pid: int | None = None  # the local engine's process
 
     @property
     def remote(self) -> bool:
@@ -169,12 +170,13 @@ def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, 
     lease = engine.Lease(home)
     session_id = str(uuid.uuid4())
     try:
-        spark = engine.connect(info.url, session_id)
+        spark = engine.connect(info.url, session_id, engine_pid=info.pid)
     except Exception:
         lease.release()
         raise
     return LocalSpark(spark=spark, log_file=Path(info.log_file), home=home,
-                      started_seconds=time.monotonic() - started, url=info.url, session_id=session_id, lease=lease)
+                      started_seconds=time.monotonic() - started, url=info.url, session_id=session_id, lease=lease,
+                      engine_pid=info.pid)
 
 
 def connect_remote(url: str, home: LocalHome) -> LocalSpark:

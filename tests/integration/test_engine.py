@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from pipelines.local import engine
 from pipelines.local.home import LocalHome
-from tests.integration.helpers import Cli
+from tests.integration.helpers import PROJECT_ROOT, Cli, cli_env, project_tables
 
 pytestmark = pytest.mark.integration
 
@@ -55,3 +58,33 @@ def test_two_state_folders_get_two_engines_and_an_idle_engine_stops_itself(tmp_p
         time.sleep(0.5)
     assert engine.read_info(LocalHome(a.home)) is None
     assert engine.running(LocalHome(b.home)) is not None
+
+
+def test_a_run_whose_engine_dies_fails_at_once_and_the_next_run_closes_its_update(tmp_path):
+    cli = Cli(tmp_path / "home")
+    cli.home.mkdir()
+    _, conf = project_tables(cli.home, ("orders",))
+    landing = cli.home / "landing" / "orders"
+    landing.mkdir(parents=True)
+    (landing / "o.json").write_text(json.dumps({"order_id": 1, "amount": 2.5}) + "\n")
+    cli.run("engine", "start")
+    jvm = subprocess.run(["pgrep", "-P", str(info(cli.home).pid), "java"], capture_output=True, text=True).stdout.split()
+    assert len(jvm) == 1, jvm
+    with subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", *conf], cwd=PROJECT_ROOT,
+                          env=cli_env(cli.home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        for line in run.stdout:  # type: ignore[union-attr]
+            if "RUNNING" in line:
+                break
+        os.kill(int(jvm[0]), signal.SIGKILL)  # the engine's JVM dies mid-update (killed, out of memory)
+        # Spark Connect's own retry policy would wait at least 10 minutes for the server to come back.
+        _, err = run.communicate(timeout=180)
+    assert run.returncode == 2
+    assert "[ENGINE_STOPPED]" in err and "its JVM exited (code -9" in err
+
+    after = cli.run("run", *conf)  # a new engine; the interrupted update is closed first
+    update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted", after.stdout)
+    assert update is not None, after.stdout
+    states = {r["state"] for r in json.loads(cli.run("query", "--json", (
+        "SELECT get_json_object(details, '$.update_progress.state') AS state FROM lakewatch.lakewatch_ingest_event_log "
+        f"WHERE origin.update_id = '{update[1]}' AND event_type = 'update_progress'")).stdout)}
+    assert "FAILED" in states and "COMPLETED" not in states, states
