@@ -390,9 +390,12 @@ class _Update:
                 raw = result["pipeline_event_result"].event
                 timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
                 self.on_sdp_event(parse(timestamp, raw.message))
-            self.recover_lost_completions()
         finally:
             self.clock.spans.append(("pipeline run (setup and flows)", time.monotonic() - run_started))
+            try:
+                self.recover_lost_completions()
+            except Exception as e:  # noqa: BLE001 (a measurement; the run's own outcome stands)
+                self.warn("lost flow events", _one_line(_error_text(e)))
             with self.clock("wait for progress events"):
                 self.wait_for_progress()
             self.spark.streams.removeListener(self.collector)
@@ -400,9 +403,9 @@ class _Update:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
 
     def recover_lost_completions(self) -> None:
-        """Writes the COMPLETED events SDP's stream lost (`sdp_events.lost_completions`), so a flow of
-        a completed run is not left RUNNING in the event log, nor a materialized view it refreshed
-        taken for unrefreshed and rolled back."""
+        """Writes the COMPLETED events SDP's stream lost (`sdp_events.lost_completions`), so a flow that
+        completed is not left RUNNING in the event log, nor a materialized view it refreshed taken
+        for unrefreshed and rolled back."""
         run = self.run_status
         logged = jvm_log.flow_completions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
         statuses = {name: result.status for name, result in self.flow_status.items()}

@@ -96,15 +96,18 @@ def lost_completions(statuses: Mapping[str, str], run_status: str | None, logged
 
     Open-source SDP 4.2 logs a flow's COMPLETED event from a callback: a batch flow's future
     completion, a streaming flow's query listener. Its scheduler does not wait for that callback, so
-    when a run's last flows finish, the run can complete and close its event stream first; the event
-    is then dropped (the engine log says STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN). Measured on
-    small ingest updates: 2 of 24. A run is COMPLETED only when each flow it ran succeeded (a failed
-    or skipped flow fails the run), so a flow of a COMPLETED run still seen unfinished completed: at
-    the time the engine logged it (`logged`, by last name part), else when the run ended. Nothing for a
-    run that did not complete: its flows' outcomes are not known.
+    when a run's last flows finish, the run can end and close its event stream first; the event is
+    then dropped (the engine log says STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN). Measured on small
+    ingest updates: 4 of 31. A flow still seen unfinished completed when the engine logged its
+    completion (`logged`, by last name part): at that time. In a COMPLETED run it completed even
+    without that line (a failed or skipped flow fails the run): at the run's end. Otherwise (a run
+    that failed, no line) its outcome is not known and nothing is said.
     """
-    if run_status != "COMPLETED":
-        return []
-    unfinished = [name for name, status in statuses.items() if status in UNFINISHED]
-    return [SdpEvent(logged.get(short_name(name), run_ended), f"Flow {name} has COMPLETED.", flow=name,
-                     status="COMPLETED") for name in unfinished]
+    events = []
+    for name, status in statuses.items():
+        if status not in UNFINISHED:
+            continue
+        at = logged.get(short_name(name)) or (run_ended if run_status == "COMPLETED" else None)
+        if at is not None:
+            events.append(SdpEvent(at, f"Flow {name} has COMPLETED.", flow=name, status="COMPLETED"))
+    return events

@@ -70,5 +70,7 @@ def test_a_completed_run_completes_each_flow_still_seen_unfinished():
 
 
 @pytest.mark.parametrize("run_status", ["FAILED", "CANCELED", None])
-def test_a_run_that_did_not_complete_says_nothing_of_its_unfinished_flows(run_status):
-    assert lost_completions({"orders": "RUNNING"}, run_status, {"orders": LOGGED}, RUN_ENDED) == []
+def test_a_run_that_did_not_complete_completes_only_the_flows_the_engine_logged_complete(run_status):
+    statuses = {"spark_catalog.lakewatch.orders": "RUNNING", "health_metrics": "RUNNING"}
+    events = lost_completions(statuses, run_status, {"orders": LOGGED}, RUN_ENDED)
+    assert [(e.flow, e.timestamp) for e in events] == [("spark_catalog.lakewatch.orders", LOGGED)]
