@@ -5,6 +5,8 @@ local engine attaches (written rows, expectation counts)."""
 from __future__ import annotations
 
 import threading
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
@@ -82,3 +84,64 @@ class ProgressCollector(StreamingQueryListener):
     def snapshot(self) -> list[BatchProgress]:
         with self._lock:
             return list(self.batches)
+
+
+class ListenerRelay(StreamingQueryListener):
+    """The one listener a Connect session registers, for its whole life: it forwards each event to the
+    update's collector while one is attached, and drops it otherwise.
+
+    Why not add and remove a listener per update: pyspark's Connect `removeListener` holds the listener
+    bus's lock while it waits for the event thread to end, and that thread takes the same lock to deliver
+    an event. A progress event that arrives during the removal deadlocks the client for good (pyspark
+    4.2.0; seen in CI, and reproduced on the first try with a stream that reports every 20 ms). Detaching
+    here takes only this relay's own lock, which pyspark never holds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._target: StreamingQueryListener | None = None
+
+    def attach(self, target: StreamingQueryListener) -> None:
+        with self._lock:
+            self._target = target
+
+    def detach(self) -> None:
+        """After this returns, no event reaches the collector that was attached."""
+        with self._lock:
+            self._target = None
+
+    def _forward(self, method: str, event: Any) -> None:
+        with self._lock:  # held while the collector runs, so `detach` waits out an event in delivery
+            if self._target is not None:
+                getattr(self._target, method)(event)
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's listener API)
+        self._forward("onQueryStarted", event)
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+        self._forward("onQueryProgress", event)
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+        self._forward("onQueryIdle", event)
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+        self._forward("onQueryTerminated", event)
+
+
+# When a stopped session is collected, pyspark tries to remove its listeners over the closed connection
+# and warns that it could not; the relay ends with the session by design.
+warnings.filterwarnings("ignore", message="Failed to remove the listener", category=UserWarning)
+
+_RELAYS: "weakref.WeakKeyDictionary[Any, ListenerRelay]" = weakref.WeakKeyDictionary()
+_RELAYS_LOCK = threading.Lock()
+
+
+def session_relay(spark: Any) -> ListenerRelay:
+    """The session's relay, registered with `spark.streams` on first use and never removed: it goes
+    away with the session (closing the connection ends pyspark's event thread)."""
+    with _RELAYS_LOCK:
+        relay = _RELAYS.get(spark)
+        if relay is None:
+            relay = ListenerRelay()
+            spark.streams.addListener(relay)
+            _RELAYS[spark] = relay
+        return relay

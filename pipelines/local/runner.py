@@ -32,7 +32,7 @@ from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
 from pipelines.local import codegen, inflight, jvm_log, measure, polling
-from pipelines.local.capture import BatchProgress, ProgressCollector
+from pipelines.local.capture import BatchProgress, ProgressCollector, session_relay
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import SdpEvent, error_class, lost_completions, parse, short_name
@@ -374,7 +374,8 @@ class _Update:
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
             self.collector = ProgressCollector(on_batch=self.record_batch)
-            self.spark.streams.addListener(self.collector)
+            relay = session_relay(self.spark)
+            relay.attach(self.collector)
         run_started = time.monotonic()
         try:
             results = start_run(
@@ -398,7 +399,7 @@ class _Update:
                 self.warn("lost flow events", _one_line(_error_text(e)))
             with self.clock("wait for progress events"):
                 self.wait_for_progress()
-            self.spark.streams.removeListener(self.collector)
+            relay.detach()  # not removeListener: see capture.ListenerRelay
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
 

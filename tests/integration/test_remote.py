@@ -149,3 +149,37 @@ def test_every_corrupt_line_is_quarantined_once_and_the_event_log_agrees(spark, 
     written = log.where("level = 'METRICS' AND origin.flow_name LIKE '%_bronze'").selectExpr(
         "sum(CAST(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT))").collect()[0][0]
     assert written == sum(r["n"] for r in remote_run["bronze"])
+
+
+def test_detaching_an_update_collector_while_progress_events_flow_never_blocks(connect_server):
+    """pyspark's Connect `removeListener` deadlocks when an event arrives during the removal (it waits
+    for the event thread while holding the lock that thread needs): an update's collector is detached
+    from the session's one relay instead. A stream reporting every few milliseconds, attached and
+    detached again and again: each detach returns, the collector got events while attached and none
+    after."""
+    import threading
+
+    from pipelines.local.capture import ProgressCollector, session_relay
+    from pipelines.local.engine import connect
+
+    client = connect(connect_server["url"])
+    query = (client.readStream.format("rate").option("rowsPerSecond", 200).load()
+             .writeStream.format("noop").trigger(processingTime="10 milliseconds").start())
+    received = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(received) < 20 and time.monotonic() < deadline:
+            collector = ProgressCollector()
+            session_relay(client).attach(collector)
+            time.sleep(0.2)
+            detached = threading.Event()
+            threading.Thread(target=lambda: (session_relay(client).detach(), detached.set()), daemon=True).start()
+            assert detached.wait(30), "detaching the collector blocked"
+            seen = len(collector.snapshot())
+            time.sleep(0.2)
+            assert len(collector.snapshot()) == seen, "an event reached a detached collector"
+            received.append(seen)
+        assert len(received) == 20 and sum(received) > 0, received
+    finally:
+        query.stop()
+        client.stop()
