@@ -52,31 +52,35 @@ def main() -> int:
     lines = []
     t0 = time.monotonic()
     project = LocalProject(home=LocalHome(home), printer=lambda s: None)
-    spark = project.spark
-    start_seconds = time.monotonic() - t0
-    lines.append(f"| engine start (JVM, Spark Connect, Delta) and connect | {start_seconds:.1f} s | |")
-    runner = project.runner()
-    tables = project.tables()
-    settings = load_column_settings(ROOT / "conf" / "generator.yml")
-    for rows in [int(r) for r in args.rows.split(",")]:
-        g0 = time.monotonic()
-        written = generate_batch(spark, tables, project.landing_root(), rows=rows, seed=3, column_settings=settings)
-        generate_seconds = time.monotonic() - g0
-        u0 = time.monotonic()
-        result = runner.run_update(UpdateRequest("lakewatch_ingest"))
-        wall = time.monotonic() - u0
-        bronze_rows = sum(f.rows_written or 0 for f in result.flows.values() if f.short_name.endswith("_bronze"))
-        lines.append(f"| generate {len(tables.tables)} tables x {rows} records ({len(written)} files) | {generate_seconds:.1f} s | |")
-        lines.append(f"| ingest update, {bronze_rows} new bronze rows | {wall:.1f} s | {result.state}, "
-                     f"{bronze_rows / wall:.0f} rows/s end to end |")
-    o0 = time.monotonic()
-    obs = runner.run_update(UpdateRequest("lakewatch_observability", cause="JOB_TASK"))
-    lines.append(f"| observability update ({len(obs.flows)} flows) | {time.monotonic() - o0:.1f} s | {obs.state} |")
-    from pipelines.local import engine
+    try:  # a session left open keeps pyspark's listener thread, and so this process, alive
+        spark = project.spark
+        start_seconds = time.monotonic() - t0
+        lines.append(f"| engine start (JVM, Spark Connect, Delta) and connect | {start_seconds:.1f} s | |")
+        runner = project.runner()
+        tables = project.tables()
+        settings = load_column_settings(ROOT / "conf" / "generator.yml")
+        for rows in [int(r) for r in args.rows.split(",")]:
+            g0 = time.monotonic()
+            written = generate_batch(spark, tables, project.landing_root(), rows=rows, seed=3, column_settings=settings)
+            generate_seconds = time.monotonic() - g0
+            u0 = time.monotonic()
+            result = runner.run_update(UpdateRequest("lakewatch_ingest"))
+            wall = time.monotonic() - u0
+            bronze_rows = sum(f.rows_written or 0 for f in result.flows.values() if f.short_name.endswith("_bronze"))
+            lines.append(f"| generate {len(tables.tables)} tables x {rows} records ({len(written)} files) | {generate_seconds:.1f} s | |")
+            lines.append(f"| ingest update, {bronze_rows} new bronze rows | {wall:.1f} s | {result.state}, "
+                         f"{bronze_rows / wall:.0f} rows/s end to end |")
+        o0 = time.monotonic()
+        obs = runner.run_update(UpdateRequest("lakewatch_observability", cause="JOB_TASK"))
+        lines.append(f"| observability update ({len(obs.flows)} flows) | {time.monotonic() - o0:.1f} s | {obs.state} |")
+        from pipelines.local import engine
 
-    info = engine.read_info(LocalHome(home))
-    jvm = [vm_hwm_kib(p) for p in java_children(info.pid)] if info else []
-    py = vm_hwm_kib(os.getpid())
+        info = engine.read_info(LocalHome(home))
+        jvm = [vm_hwm_kib(p) for p in java_children(info.pid)] if info else []
+        py = vm_hwm_kib(os.getpid())
+    except BaseException:
+        project.close()
+        raise
     project.close()
     engine.stop(LocalHome(home))
     memory = f"JVM peak RSS {max(j for j in jvm if j) / 1024:.0f} MiB" if any(jvm) else "JVM peak RSS not read"
