@@ -25,3 +25,17 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _classic_functions_only(request: pytest.FixtureRequest):
+    """Fails the test that opens a Spark Connect session in this process: that switches pyspark's
+    functions to Connect columns for every later test on the worker, whose classic session then
+    fails far from the cause. Connect clients belong in subprocesses (the CLI, or `python -c`)."""
+    import os
+
+    yield
+    if os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED")
+        pytest.fail(f"{request.node.nodeid} opened a Spark Connect session in the test process; "
+                    "run Connect clients in a subprocess")

@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -151,35 +152,48 @@ def test_every_corrupt_line_is_quarantined_once_and_the_event_log_agrees(spark, 
     assert written == sum(r["n"] for r in remote_run["bronze"])
 
 
+
+# Run in a process of its own: a Connect session switches pyspark's functions to Connect columns for
+# the whole process, which the classic session of this test worker's other modules cannot use.
+DETACH_WHILE_EVENTS_FLOW = """
+import json, sys, threading, time
+from pipelines.local.capture import ProgressCollector, session_relay
+from pipelines.local.engine import connect
+
+client = connect(sys.argv[1])
+query = (client.readStream.format("rate").option("rowsPerSecond", 200).load()
+         .writeStream.format("noop").trigger(processingTime="10 milliseconds").start())
+received, late = [], 0
+try:
+    deadline = time.monotonic() + 60
+    while len(received) < 20 and time.monotonic() < deadline:
+        collector = ProgressCollector()
+        session_relay(client).attach(collector)
+        time.sleep(0.2)
+        detached = threading.Event()
+        threading.Thread(target=lambda: (session_relay(client).detach(), detached.set()), daemon=True).start()
+        if not detached.wait(30):
+            print(json.dumps({"blocked": True, "received": received}), flush=True)
+            raise SystemExit(3)
+        seen = len(collector.snapshot())
+        time.sleep(0.2)
+        late += len(collector.snapshot()) - seen
+        received.append(seen)
+finally:
+    query.stop()
+    client.stop()
+print(json.dumps({"blocked": False, "received": received, "late": late}))
+"""
+
+
 def test_detaching_an_update_collector_while_progress_events_flow_never_blocks(connect_server):
     """pyspark's Connect `removeListener` deadlocks when an event arrives during the removal (it waits
     for the event thread while holding the lock that thread needs): an update's collector is detached
     from the session's one relay instead. A stream reporting every few milliseconds, attached and
     detached again and again: each detach returns, the collector got events while attached and none
-    after."""
-    import threading
-
-    from pipelines.local.capture import ProgressCollector, session_relay
-    from pipelines.local.engine import connect
-
-    client = connect(connect_server["url"])
-    query = (client.readStream.format("rate").option("rowsPerSecond", 200).load()
-             .writeStream.format("noop").trigger(processingTime="10 milliseconds").start())
-    received = []
-    try:
-        deadline = time.monotonic() + 60
-        while len(received) < 20 and time.monotonic() < deadline:
-            collector = ProgressCollector()
-            session_relay(client).attach(collector)
-            time.sleep(0.2)
-            detached = threading.Event()
-            threading.Thread(target=lambda: (session_relay(client).detach(), detached.set()), daemon=True).start()
-            assert detached.wait(30), "detaching the collector blocked"
-            seen = len(collector.snapshot())
-            time.sleep(0.2)
-            assert len(collector.snapshot()) == seen, "an event reached a detached collector"
-            received.append(seen)
-        assert len(received) == 20 and sum(received) > 0, received
-    finally:
-        query.stop()
-        client.stop()
+    after, and the process ends (no listener thread left behind)."""
+    done = subprocess.run([sys.executable, "-c", DETACH_WHILE_EVENTS_FLOW, connect_server["url"]], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(result["received"]) == 20 and sum(result["received"]) > 0 and result["late"] == 0, result
