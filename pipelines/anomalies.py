@@ -69,7 +69,7 @@ FROM update_status u WHERE {_COMPARABLE}"""),
     # a series such as 0, 0, 0, 1000, 0, 0, 0, 1000 has a median of 0 and flags every real batch. So
     # the series is rows per update that read something. A micro-batch that wrote 0 rows, and a
     # materialized view (no micro-batches) that wrote 0, stay in it. An update with no rows in any
-    # bronze table is lakewatch_no_rows' alert; one bronze flow going quiet while others still get
+    # bronze table for hours is lakewatch_no_rows' alert; one bronze flow going quiet while others still get
     # files is flagged by neither (as before idle flows reported 0).
     Baseline("rows_written", "flow", BOTH, 50.0, 0.5, f"""
 SELECT u.pipeline_name, t.flow_name AS subject, u.update_id, u.start_time AS at, CAST(t.rows_written AS DOUBLE) AS value

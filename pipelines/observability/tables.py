@@ -1469,6 +1469,37 @@ _METRICS = [
                                                                 ' micro-batch(es) without a row count')
                         ELSE concat('no row count reported, status ', coalesce(final_status, 'unknown')) END AS why
             FROM flow_throughput WHERE endswith(flow_name, '_bronze')) b ON b.update_id = l.update_id"""),
+    # The time since data last arrived, for lakewatch_no_rows: a pipeline scheduled more often than
+    # files land has many updates without rows, and each is healthy. Walking back from the newest
+    # update, updates whose bronze flows wrote no rows are passed over (a failed or canceled flow
+    # without a micro-batch wrote none either: lakewatch_update_failed pages for it); the first other
+    # one decides: rows written (hours since it ended) or a micro-batch without a row count (NULL:
+    # whether data arrived then is unknown, so the silence since cannot be measured). A full refresh
+    # is left out: it writes old files' rows again. With no update that wrote rows, the clock runs
+    # from the first update.
+    _m("hours_since_rows_ingested",
+       """CASE WHEN count(*) = 0 OR max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL
+                 AND count_if(d.ingested IS NULL) > 0 THEN NULL
+               ELSE (unix_millis({now}) - unix_millis(coalesce(max(d.at) FILTER (WHERE d.ingested), min(d.start_time))))
+                    / 3600000.0 END""",
+       """CASE WHEN count(*) = 0 THEN 'no ingest update has run yet'
+               WHEN max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL
+                 AND count_if(d.ingested IS NULL) > 0
+                 THEN concat('rows not known for update ', max_by(d.update_id, d.at) FILTER (WHERE d.ingested IS NULL),
+                             ', the last that did not write a measured 0: ',
+                             max_by(d.why, d.at) FILTER (WHERE d.ingested IS NULL)) END""",
+       f"""(SELECT u.update_id, u.start_time, coalesce(u.end_time, u.start_time) AS at,
+                   CASE WHEN coalesce(b.known_rows, 0) > 0 THEN true
+                        WHEN b.unknown_flows > 0 THEN CAST(NULL AS BOOLEAN)
+                        ELSE false END AS ingested,
+                   b.why
+            FROM update_status u LEFT JOIN (
+              SELECT update_id, sum(rows_written) AS known_rows, count_if(unmeasured_batches > 0) AS unknown_flows,
+                     {_unknown_for("CASE WHEN unmeasured_batches > 0 THEN concat(flow_name, ' (', "
+                                   "CAST(unmeasured_batches AS STRING), ' micro-batch(es) without a row count)') END")} AS why
+              FROM flow_throughput WHERE endswith(flow_name, '_bronze') GROUP BY update_id) b
+              ON b.update_id = u.update_id
+            WHERE u.full_refresh IS NOT TRUE) d"""),
     # Per update, not per day of rows: a full refresh's recount of history is left out.
     _m("lowest_pass_rate_today", "min(pass_rate)",
        "CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured today "
@@ -1646,7 +1677,7 @@ REPORTED: tuple[ObservabilityTable, ...] = tuple(t for t in PUBLISHED if not t.i
 
 HEALTH_METRIC_NAMES = (
     "errors_today", "failed_updates_today", "last_update_failed", "last_update_duration_seconds",
-    "last_update_duration_vs_median", "rows_last_update", "lowest_pass_rate_today", "backlog_files",
+    "last_update_duration_vs_median", "rows_last_update", "hours_since_rows_ingested", "lowest_pass_rate_today", "backlog_files",
     "backlog_bytes", "backlog_growth_streak", "duration_week_over_week_change", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
     "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "metrics_missing", "files_not_reconciled",
 )

@@ -160,6 +160,15 @@ def steady_weeks() -> Inputs:
 
 
 def no_rows() -> Inputs:
+    """Rows 30 hours ago, then only updates that found nothing new to read."""
+    idle = [completed_update(f"idle{h}", ago(hours=h), rows=0, clean_failed=0) for h in (20, 10)]
+    return Inputs([completed_update("fed", ago(hours=30), rows=100, clean_failed=0), *idle,
+                   completed_update("last", ago(minutes=5), rows=0, clean_failed=0)])
+
+
+def idle_after_recent_rows() -> Inputs:
+    """Rows in the last hour, then an update that found nothing new: files land less often than the
+    pipeline runs, which is healthy (this used to page)."""
     return history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0))
 
 
@@ -184,7 +193,7 @@ SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     "lakewatch_errors_today": (failed_then_recovered, healthy),
     "lakewatch_slow_update": (degraded, healthy),
     "lakewatch_low_pass_rate": (degraded, healthy),
-    "lakewatch_no_rows": (no_rows, healthy),
+    "lakewatch_no_rows": (no_rows, idle_after_recent_rows),
     "lakewatch_backlog": (degraded, healthy),
     "lakewatch_stalled": (stalled, healthy),
     "lakewatch_quarantine_growing": (degraded, healthy),
@@ -277,6 +286,12 @@ def test_stalled_alert_fires_when_the_metrics_themselves_stop_refreshing(spark, 
     # Healthy when computed, but computed ten hours ago: the job (and the observability refresh) stopped.
     assert state_of(spark, alerts["lakewatch_stalled"], healthy, metrics_age_hours=10) == "TRIGGERED"
     assert state_of(spark, alerts["lakewatch_stalled"], healthy, metrics_age_hours=1) == "OK"
+
+
+def test_no_rows_alert_counts_the_metrics_own_age(spark, alerts):
+    """Metrics frozen 30 hours ago, when rows had just arrived: no one knows of rows since."""
+    assert state_of(spark, alerts["lakewatch_no_rows"], healthy, metrics_age_hours=30) == "TRIGGERED"
+    assert state_of(spark, alerts["lakewatch_no_rows"], healthy, metrics_age_hours=2) == "OK"
 
 
 def test_no_alert_is_ok_over_a_null_metric(spark, alerts):

@@ -332,6 +332,8 @@ def test_health_metrics_after_the_scenario(scenario):
     u4_end = today_at(0, 40) + dt.timedelta(seconds=5)
     expected_hours = (NOW - u4_end).total_seconds() / 3600
     assert metrics["hours_since_last_success"] == pytest.approx(expected_hours, abs=1e-6)
+    u1_end = today_at(0, 10) + dt.timedelta(seconds=60)  # u2 failed and u3 was canceled before writing, u4 found nothing
+    assert metrics["hours_since_rows_ingested"] == pytest.approx((NOW - u1_end).total_seconds() / 3600, abs=1e-6)
     assert metrics["ingestion_latency_p95_seconds_24h"] is None  # no file state: not measured
     reasons = dict(rows(scenario, "SELECT metric_name, reason FROM health_metrics"))
     assert reasons["ingestion_latency_p95_seconds_24h"] == "no file was first committed in the last 24 hours"
@@ -555,6 +557,7 @@ def test_what_was_not_measured_is_counted_and_every_null_says_why(fresh):
     assert values["files_not_reconciled"] == (1, None)
     assert values["backlog_files"][0] is None and "permission denied" in values["backlog_files"][1]
     assert values["rows_last_update"][0] is None and "without a row count" in values["rows_last_update"][1]
+    assert values["hours_since_rows_ingested"][0] is None and "gaps" in values["hours_since_rows_ingested"][1]
     assert values["ingestion_latency_p95_seconds_24h"][0] is None
     assert "without a commit time" in values["ingestion_latency_p95_seconds_24h"][1]
     assert rows(fresh, "SELECT path, latency_status FROM file_latency ORDER BY path") == [
@@ -598,3 +601,70 @@ def test_streaming_tables_read_the_event_log_as_a_stream_and_match_their_sql(spa
     assert session.table("memory_errors").count() == 2
     assert table_properties(EVENTS)["delta.enableChangeDataFeed"] == "true"
     assert "delta.enableRowTracking" not in table_properties(by_name("health_metrics"))
+
+
+# -- hours_since_rows_ingested (lakewatch_no_rows): the silence since data last arrived ------------
+
+
+def unknown_rows_update(update_id: str, start: dt.datetime) -> Update:
+    """A completed update whose bronze micro-batch reported no row count."""
+    u = Update(update_id, start).state("RUNNING", 1)
+    u.flow("orders_bronze", "RUNNING", 2).metrics("orders_bronze", 3, rows=None, batch_id=0)
+    return u.flow("orders_bronze", "COMPLETED", 4).state("COMPLETED", 5)
+
+
+def hours_since_rows(session, *updates: Update) -> tuple:
+    from tests.eventlog_builders import Inputs
+
+    Inputs(list(updates)).views(session, only=["health_metrics"], now=NOW)
+    return rows(session, "SELECT metric_value, reason FROM health_metrics "
+                         "WHERE metric_name = 'hours_since_rows_ingested'")[0]
+
+
+def hours_before_now(at: dt.datetime) -> float:
+    return (NOW - at).total_seconds() / 3600
+
+
+def test_updates_that_wrote_a_measured_zero_do_not_reset_the_silence(fresh):
+    fed = completed_update("fed", NOW - dt.timedelta(hours=30), duration=60, rows=100)
+    idle = [completed_update(f"idle{h}", NOW - dt.timedelta(hours=h), rows=0) for h in (20, 10, 1)]
+    value, reason = hours_since_rows(fresh, fed, *idle)
+    assert value == pytest.approx(hours_before_now(NOW - dt.timedelta(hours=30, seconds=-60)), abs=1e-6)
+    assert reason is None
+
+
+def test_rows_written_an_hour_ago_measure_one_hour_whatever_came_after(fresh):
+    fed = completed_update("fed", NOW - dt.timedelta(hours=1), duration=60, rows=5)
+    value, _ = hours_since_rows(fresh, completed_update("old", NOW - dt.timedelta(hours=40), rows=100), fed,
+                                completed_update("idle", NOW - dt.timedelta(minutes=10), rows=0))
+    assert value == pytest.approx(hours_before_now(NOW - dt.timedelta(hours=1, seconds=-60)), abs=1e-6)
+
+
+def test_an_unknown_row_count_after_the_last_rows_is_null_and_names_the_update(fresh):
+    value, reason = hours_since_rows(
+        fresh, completed_update("fed", NOW - dt.timedelta(hours=30), rows=100),
+        unknown_rows_update("unknown", NOW - dt.timedelta(hours=5)),
+        completed_update("idle", NOW - dt.timedelta(hours=1), rows=0))
+    assert value is None and "unknown" in reason and "orders_bronze" in reason
+
+
+def test_an_unknown_row_count_before_the_last_rows_does_not_matter(fresh):
+    value, reason = hours_since_rows(
+        fresh, unknown_rows_update("unknown", NOW - dt.timedelta(hours=30)),
+        completed_update("fed", NOW - dt.timedelta(hours=3), duration=60, rows=100))
+    assert value == pytest.approx(hours_before_now(NOW - dt.timedelta(hours=3, seconds=-60)), abs=1e-6)
+    assert reason is None
+
+
+def test_a_full_refresh_rewriting_old_rows_is_not_new_data(fresh):
+    value, _ = hours_since_rows(
+        fresh, completed_update("fed", NOW - dt.timedelta(hours=30), duration=60, rows=100),
+        completed_update("refresh", NOW - dt.timedelta(hours=2), rows=100, full_refresh=True))
+    assert value == pytest.approx(hours_before_now(NOW - dt.timedelta(hours=30, seconds=-60)), abs=1e-6)
+
+
+def test_a_pipeline_that_never_got_rows_counts_from_its_first_update(fresh):
+    first = NOW - dt.timedelta(hours=50)
+    value, _ = hours_since_rows(fresh, completed_update("idle1", first, rows=0),
+                                completed_update("idle2", NOW - dt.timedelta(hours=2), rows=0))
+    assert value == pytest.approx(hours_before_now(first), abs=1e-6)
