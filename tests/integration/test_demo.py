@@ -206,6 +206,8 @@ def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home,
     # The demo's data is dirty by design and one update failed today.
     assert {"lakewatch_errors_today", "lakewatch_quarantine_growing", "lakewatch_schema_drift"} <= triggered
     assert "lakewatch_update_failed" not in triggered and "lakewatch_stalled" not in triggered
+    # Rows arrived minutes ago, and every micro-batch reported its count: measured, and no page.
+    assert {a["alert"]: a["state"] for a in report}["lakewatch_no_rows"] == "OK"
     cli.run("alerts", "--fail-on-trigger", expect=1)
 
 
