@@ -397,9 +397,11 @@ class _Update:
                 self.recover_lost_completions()
             except Exception as e:  # noqa: BLE001 (a measurement; the run's own outcome stands)
                 self.warn("lost flow events", _one_line(_error_text(e)))
-            with self.clock("wait for progress events"):
-                self.wait_for_progress()
-            relay.detach()  # not removeListener: see capture.ListenerRelay
+            try:
+                with self.clock("wait for progress events"):
+                    self.wait_for_progress()
+            finally:
+                relay.detach()  # not removeListener: see capture.ListenerRelay
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
 
