@@ -4,6 +4,7 @@ and read the Delta tables it wrote by path with this session."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,6 @@ def _classic_functions_only(request: pytest.FixtureRequest):
     """Fails the test that opens a Spark Connect session in this process: that switches pyspark's
     functions to Connect columns for every later test on the worker, whose classic session then
     fails far from the cause. Connect clients belong in subprocesses (the CLI, or `python -c`)."""
-    import os
-
     yield
     if os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED")

@@ -1433,6 +1433,17 @@ _KNOWN_BRONZE_ROWS = """CASE WHEN unmeasured_batches > 0 THEN CAST(NULL AS BIGIN
                  WHEN rows_written IS NOT NULL THEN rows_written
                  WHEN batches = 0 AND final_status = 'COMPLETED' THEN CAST(0 AS BIGINT) END"""
 
+
+def _hours_since(timestamp: str) -> str:
+    """Hours from `timestamp` (a SQL expression) to the metrics' clock."""
+    return f"(unix_millis({{now}}) - unix_millis({timestamp})) / 3600000.0"
+
+
+# hours_since_rows_ingested: the newest update that did not write a measured 0 has a row count that is
+# not known (`ingested` NULL; max_by is NULL too when every update wrote 0, hence the count).
+_NEWEST_ROWS_UNKNOWN = ("(max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL "
+                        "AND count_if(d.ingested IS NULL) > 0)")
+
 _METRICS = [
     _m("errors_today", "count(*)", "NULL",
        "errors WHERE error_date = CAST({now} AS DATE) AND update_id IN (SELECT update_id FROM update_status)"),
@@ -1478,13 +1489,10 @@ _METRICS = [
     # is left out: it writes old files' rows again. With no update that wrote rows, the clock runs
     # from the first update.
     _m("hours_since_rows_ingested",
-       """CASE WHEN count(*) = 0 OR max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL
-                 AND count_if(d.ingested IS NULL) > 0 THEN NULL
-               ELSE (unix_millis({now}) - unix_millis(coalesce(max(d.at) FILTER (WHERE d.ingested), min(d.start_time))))
-                    / 3600000.0 END""",
-       """CASE WHEN count(*) = 0 THEN 'no ingest update has run yet'
-               WHEN max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL
-                 AND count_if(d.ingested IS NULL) > 0
+       f"""CASE WHEN count(*) = 0 OR {_NEWEST_ROWS_UNKNOWN} THEN NULL
+                ELSE {_hours_since("coalesce(max(d.at) FILTER (WHERE d.ingested), min(d.start_time))")} END""",
+       f"""CASE WHEN count(*) = 0 THEN 'no ingest update has run yet'
+               WHEN {_NEWEST_ROWS_UNKNOWN}
                  THEN concat('rows not known for update ', max_by(d.update_id, d.at) FILTER (WHERE d.ingested IS NULL),
                              ', the last that did not write a measured 0: ',
                              max_by(d.why, d.at) FILTER (WHERE d.ingested IS NULL)) END""",
@@ -1525,8 +1533,7 @@ _METRICS = [
     # Hours since the last COMPLETED update; when none ever completed, since the first update started
     # (the pipeline has been without a success that long). NULL only when no update ran at all.
     _m("hours_since_last_success",
-       "(unix_millis({now}) - unix_millis(coalesce(max(end_time) FILTER (WHERE final_state = 'COMPLETED'), "
-       "min(start_time)))) / 3600000.0",
+       _hours_since("coalesce(max(end_time) FILTER (WHERE final_state = 'COMPLETED'), min(start_time))"),
        "CASE WHEN count(*) = 0 THEN 'no ingest update has run yet' END",
        "update_status"),
     # First deliveries only: lines a full refresh quarantines again are re-deliveries.

@@ -152,7 +152,6 @@ def test_every_corrupt_line_is_quarantined_once_and_the_event_log_agrees(spark, 
     assert written == sum(r["n"] for r in remote_run["bronze"])
 
 
-
 # Run in a process of its own: a Connect session switches pyspark's functions to Connect columns for
 # the whole process, which the classic session of this test worker's other modules cannot use.
 DETACH_WHILE_EVENTS_FLOW = """
