@@ -437,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 (the one place errors become messages)
-        stopped = project.engine_stopped() if project is not None else None
+        stopped = project.connection_lost() if project is not None else None
         if stopped is not None and args.verbose:
             print(f"error: {error_paragraph(e, True)}", file=sys.stderr)
         print(f"error: {error_paragraph(stopped or e, args.verbose)}", file=sys.stderr)

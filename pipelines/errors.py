@@ -92,6 +92,11 @@ ERROR_CLASSES: dict[str, str] = {
         "running on it is lost; an update it ran is closed as FAILED by the next command, which starts "
         "a new engine. Its JVM log: {log}; its output: {out}."
     ),
+    "REMOTE_UNREACHABLE": (
+        "The Spark Connect endpoint {url} did not answer for {seconds:g} s ({reason}), so this command "
+        "stopped. What was running there may be lost; an update this command ran is closed as FAILED "
+        "by the next command that reaches the endpoint. The wait is set by {env}."
+    ),
     "QUERY_FAILED": "The query failed: {reason}",
     "JOB_SQL_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",
     "JOB_PYTHON_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",

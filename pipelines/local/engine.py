@@ -357,31 +357,19 @@ def live_clients(home: LocalHome) -> int:
     return _live_leases(home)
 
 
-def connect(url: str, session_id: str | None = None, engine_pid: int | None = None) -> Any:
-    """A Spark Connect session on `url` (a new server-side session unless `session_id` is given).
-
-    With `engine_pid` (the local engine), a failed call is retried only while that process lives:
-    Spark Connect's own policy retries an unreachable server for at least 10 minutes, so a command
-    whose engine was killed would wait that long (once per call) before it could say so."""
+def connect(url: str, session_id: str | None = None, retries: Any = None) -> Any:
+    """A Spark Connect session on `url` (a new server-side session unless `session_id` is given),
+    retrying unanswered calls by `retries` (a pyspark retry policy; see `retries.py`), or by
+    Spark Connect's own policy when None."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     sid = session_id or str(uuid.uuid4())
     # pyspark's functions build Connect columns only when this process-wide flag is set.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     session = ConnectSession.builder.remote(f"{url.rstrip('/')}/;session_id={sid}").create()
-    if engine_pid is not None:
-        session.client.set_retry_policies([_retry_while_alive(engine_pid)])
+    if retries is not None:
+        session.client.set_retry_policies([retries])
     return session
-
-
-def _retry_while_alive(pid: int) -> Any:
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
-    class RetryWhileEngineLives(DefaultPolicy):
-        def can_retry(self, exception: BaseException) -> bool:
-            return pid_alive(pid) and super().can_retry(exception)
-
-    return RetryWhileEngineLives()
 
 
 def main(argv: list[str] | None = None) -> int:

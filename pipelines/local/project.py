@@ -102,13 +102,23 @@ class LocalProject:
         if self.spark.catalog.databaseExists(name.split(".")[-1]):
             self.spark.sql(f"USE {name}")
 
-    def engine_stopped(self) -> Exception | None:
-        """ENGINE_STOPPED when this command's local engine is gone (what an error while connected to
-        it most likely comes from), else None."""
+    def connection_lost(self) -> Exception | None:
+        """What an error while connected most likely comes from, when the connection is gone:
+        ENGINE_STOPPED when this command's local engine died, REMOTE_UNREACHABLE when a `--remote`
+        endpoint stopped answering; else None."""
         from pipelines.errors import LakewatchError
-        from pipelines.local import engine
+        from pipelines.local import engine, retries
 
-        pid = self._local.engine_pid if self._local is not None else None
+        if self._local is None:
+            return None
+        policy = self._local.remote_retries
+        if policy is not None:
+            if policy.gave_up is None:  # type: ignore[attr-defined]
+                return None
+            return LakewatchError("REMOTE_UNREACHABLE", {
+                "url": self._local.url, "seconds": policy.seconds,  # type: ignore[attr-defined]
+                "reason": policy.gave_up, "env": retries.REMOTE_RETRY_ENV})  # type: ignore[attr-defined]
+        pid = self._local.engine_pid
         if pid is None or engine.pid_alive(pid):
             return None
         time.sleep(engine.POLL_SECONDS)  # let it write why it stopped

@@ -112,6 +112,7 @@ class LocalSpark:
     session_id: str
     lease: "object | None" = None  # engine.Lease while connected to the local engine
     engine_pid: int | None = None  # the local engine's process
+    remote_retries: "object | None" = None  # retries.WithinBudget of a --remote session
 
     @property
     def remote(self) -> bool:
@@ -162,7 +163,7 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
 
 def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, say: "object" = None) -> LocalSpark:
     """Connects to the state folder's resident engine, starting it first when none runs."""
-    from pipelines.local import engine
+    from pipelines.local import engine, retries
 
     started = time.monotonic()
     home.create()
@@ -170,7 +171,7 @@ def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, 
     lease = engine.Lease(home)
     session_id = str(uuid.uuid4())
     try:
-        spark = engine.connect(info.url, session_id, engine_pid=info.pid)
+        spark = engine.connect(info.url, session_id, retries.WhileAlive(info.pid))
     except Exception:
         lease.release()
         raise
@@ -180,15 +181,17 @@ def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, 
 
 
 def connect_remote(url: str, home: LocalHome) -> LocalSpark:
-    """Connects to any Spark Connect endpoint (`sc://host:port`) instead of the local engine."""
-    from pipelines.local import engine
+    """Connects to any Spark Connect endpoint (`sc://host:port`) instead of the local engine; a call
+    it does not answer is retried for `retries.remote_retry_seconds()` at most."""
+    from pipelines.local import engine, retries
 
     started = time.monotonic()
     home.create()
     session_id = str(uuid.uuid4())
-    spark = engine.connect(url, session_id)
+    policy = retries.WithinBudget(retries.remote_retry_seconds())
+    spark = engine.connect(url, session_id, policy)
     return LocalSpark(spark=spark, log_file=None, home=home, started_seconds=time.monotonic() - started,
-                      url=url, session_id=session_id)
+                      url=url, session_id=session_id, remote_retries=policy)
 
 
 def classic_test_session(tmp: Path) -> "object":

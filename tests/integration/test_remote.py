@@ -10,6 +10,8 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from pipelines.config import load_tables
 from pipelines.generator import Mix, generate_batch, load_column_settings
 from pipelines.local import jars
 from pipelines.local.session import DELTA_CONF, TEST_TUNING
-from tests.integration.helpers import PROJECT_ROOT, Cli, local_path, malformed_csv_lines
+from tests.integration.helpers import PROJECT_ROOT, Cli, cli_env, local_path, malformed_csv_lines, project_tables
 
 pytestmark = pytest.mark.integration
 
@@ -36,46 +38,72 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ConnectServer:
+    """A Spark Connect server in its own JVM, as a cluster would run it, on a folder and port that stay
+    the same across restarts (its catalog and warehouse survive a kill, as a cluster's storage does)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        self.warehouse = folder / "warehouse"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        import pyspark
+
+        conf = {
+            **DELTA_CONF, **TEST_TUNING,
+            "spark.jars": ",".join(str(p) for p in jars.jar_paths()),
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.sql.catalogImplementation": "hive",
+            "spark.sql.warehouse.dir": str(self.warehouse),
+            "spark.hadoop.javax.jdo.option.ConnectionURL":
+                f"jdbc:derby:;databaseName={self.folder / 'metastore_db'};create=true",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.folder}",
+        }
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        command = [str(submit), "--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+        for key, value in conf.items():
+            command += ["--conf", f"{key}={value}"]
+        log = (self.folder / "server.log").open("ab")
+        self.process = subprocess.Popen(
+            command + ["spark-internal"], stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
+            env={k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_MODE_ENABLED"}, start_new_session=True)
+        deadline = time.monotonic() + 180
+        while True:
+            assert self.process.poll() is None, (self.folder / "server.log").read_text()[-3000:]
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "the Spark Connect server did not start"
+                time.sleep(0.5)
+
+    def kill(self) -> None:
+        """The server dies at once, as a cluster's driver that is lost (SIGKILL to its process group)."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=60)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
-    """A Spark Connect server in its own JVM, as a cluster would run it; stopped after the module."""
-    import pyspark
-
-    folder = tmp_path_factory.mktemp("connect_server")
-    port = free_port()
-    conf = {
-        **DELTA_CONF, **TEST_TUNING,
-        "spark.jars": ",".join(str(p) for p in jars.jar_paths()),
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.connect.grpc.binding.port": str(port),
-        "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": str(folder / "warehouse"),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={folder}",
-    }
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    command = [str(submit), "--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
-    for key, value in conf.items():
-        command += ["--conf", f"{key}={value}"]
-    log = (folder / "server.log").open("wb")
-    server = subprocess.Popen(command + ["spark-internal"], stdout=log, stderr=subprocess.STDOUT,
-                              cwd=folder, env={k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_MODE_ENABLED"},
-                              start_new_session=True)
-    deadline = time.monotonic() + 180
-    while True:
-        assert server.poll() is None, (folder / "server.log").read_text()[-3000:]
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the Spark Connect server did not start"
-            time.sleep(0.5)
-    yield {"url": f"sc://127.0.0.1:{port}", "warehouse": folder / "warehouse"}
-    server.terminate()
-    try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        server.kill()
+    """Started once for the module, stopped after it."""
+    server = ConnectServer(tmp_path_factory.mktemp("connect_server"))
+    server.start()
+    yield server
+    server.stop()
 
 
 def text_on_disk(path: str) -> str:
@@ -107,11 +135,12 @@ def remote_run(spark, connect_server, tmp_path_factory):
     for batch in range(2):
         generate_batch(spark, tables, home / "landing", rows=150, seed=11 + batch, column_settings=settings,
                        mix=Mix(malformed=0.05, type_mismatch=0.05, unknown_field=0.05, case_variant=0.03, empty_file=0.0))
-        outputs.append(cli.run("--remote", connect_server["url"], "run").stdout)
-    counts = json.loads(cli.run("--remote", connect_server["url"], "query", "--json",
+        outputs.append(cli.run("--remote", connect_server.url, "run").stdout)
+    counts = json.loads(cli.run("--remote", connect_server.url, "query", "--json",
                                 " UNION ALL ".join(f"SELECT '{t}' AS t, _source_file AS f, count(*) AS n "
                                                    f"FROM lakewatch.{t}_bronze GROUP BY ALL" for t in TABLES)).stdout)
-    return {"home": home, "outputs": outputs, "bronze": counts, **connect_server}
+    return {"home": home, "outputs": outputs, "bronze": counts, "url": connect_server.url,
+            "warehouse": connect_server.warehouse}
 
 
 def test_both_updates_complete_on_the_remote_server_without_a_local_engine(remote_run):
@@ -191,8 +220,39 @@ def test_detaching_an_update_collector_while_progress_events_flow_never_blocks(c
     from the session's one relay instead. A stream reporting every few milliseconds, attached and
     detached again and again: each detach returns, the collector got events while attached and none
     after, and the process ends (no listener thread left behind)."""
-    done = subprocess.run([sys.executable, "-c", DETACH_WHILE_EVENTS_FLOW, connect_server["url"]], cwd=PROJECT_ROOT,
+    done = subprocess.run([sys.executable, "-c", DETACH_WHILE_EVENTS_FLOW, connect_server.url], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(result["received"]) == 20 and sum(result["received"]) > 0 and result["late"] == 0, result
+
+
+def test_a_run_whose_remote_server_dies_fails_at_once_and_the_next_command_closes_its_update(
+        spark, connect_server, tmp_path):
+    """The server is lost mid-update: Spark Connect's own policy would retry it for at least 10 minutes
+    per call. The run retries for LAKEWATCH_REMOTE_RETRY_SECONDS, then exits 2 with REMOTE_UNREACHABLE;
+    once the server is back, the next command closes the interrupted update as FAILED in its event log."""
+    cli = Cli(tmp_path / "home")
+    landing = cli.home / "landing" / "orders"
+    landing.mkdir(parents=True)
+    _, conf = project_tables(cli.home, ("orders",))
+    (landing / "o.json").write_text("".join(json.dumps({"order_id": i, "amount": 2.5}) + "\n" for i in range(50)))
+    env = {**cli_env(cli.home), "LAKEWATCH_REMOTE_RETRY_SECONDS": "5"}
+    with subprocess.Popen([sys.executable, "-m", "pipelines.cli", "--remote", connect_server.url, "run", *conf],
+                          cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        for line in run.stdout:  # type: ignore[union-attr]
+            if "RUNNING" in line:
+                break
+        connect_server.kill()
+        _, err = run.communicate(timeout=300)
+    connect_server.start()
+    assert run.returncode == 2, err
+    assert f"[REMOTE_UNREACHABLE] The Spark Connect endpoint {connect_server.url} did not answer for 5 s" in err, err
+
+    recovered = cli.run("--remote", connect_server.url, "query", "SELECT 1")
+    update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted", recovered.stdout)
+    assert update is not None, recovered.stdout + recovered.stderr
+    states = {r["state"] for r in json.loads(cli.run("--remote", connect_server.url, "query", "--json", (
+        "SELECT get_json_object(details, '$.update_progress.state') AS state FROM lakewatch.lakewatch_ingest_event_log "
+        f"WHERE origin.update_id = '{update[1]}' AND event_type = 'update_progress'")).stdout)}
+    assert "FAILED" in states and "COMPLETED" not in states, states

@@ -15,8 +15,8 @@ from pipelines.cli import error_paragraph, main
 from pipelines.errors import LakewatchError
 
 
-def lakewatch(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LAKEWATCH_HOME": str(tmp_path / "home")}
+def lakewatch(tmp_path, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LAKEWATCH_HOME": str(tmp_path / "home"), **env_vars}
     return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
@@ -33,6 +33,29 @@ def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, args, expected):
     assert expected in result.stderr
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
     assert not (tmp_path / "home" / "metastore_db").exists()  # no engine was started
+
+
+def test_a_remote_endpoint_that_does_not_answer_fails_with_the_reason_and_exit_2(tmp_path):
+    """Nothing listens on the port: the command retries for LAKEWATCH_REMOTE_RETRY_SECONDS, not Spark
+    Connect's 10 minutes, then says which endpoint did not answer and gRPC's reason, in one paragraph."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = lakewatch(tmp_path, "--remote", f"sc://127.0.0.1:{port}", "query", "SELECT 1",
+                       LAKEWATCH_REMOTE_RETRY_SECONDS="1")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: [REMOTE_UNREACHABLE] The Spark Connect endpoint sc://127.0.0.1:{port} "
+                                    "did not answer for 1 s (UNAVAILABLE: ")
+    assert "Connection refused" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_a_remote_retry_setting_that_is_not_seconds_is_refused(tmp_path, value):
+    result = lakewatch(tmp_path, "--remote", "sc://127.0.0.1:1", "query", "SELECT 1", LAKEWATCH_REMOTE_RETRY_SECONDS=value)
+    assert result.returncode == 2
+    assert f"[CLI_INVALID_ARGUMENT] Invalid argument: LAKEWATCH_REMOTE_RETRY_SECONDS='{value}'" in result.stderr
 
 
 def test_connect_errors_drop_the_jvm_stack_unless_verbose():
