@@ -125,6 +125,22 @@ def test_the_new_figures_have_a_widget():
             ("gaps", "sum(metrics_missing)")} <= fields
 
 
+def test_every_health_metric_an_alert_reads_has_a_widget():
+    """Whoever an alert pages opens the dashboard next: the figure it fired on is there to read."""
+    from pipelines.alerts import load_alerts
+    from pipelines.bundle import load_bundle
+    from pipelines.observability.tables import HEALTH_METRIC_NAMES
+
+    bundle = load_bundle(ROOT, overrides={"warehouse_id": "local"})  # the lookup needs a workspace
+    read = {name for spec in load_alerts(bundle) for name in HEALTH_METRIC_NAMES
+            if f"'{name}'" in spec.query_text}
+    dashboard = load_dashboard(LVDASH)
+    shown = {f.name for _, w in dashboard.widgets() if w.query is not None and w.query.dataset_name == "health"
+             for f in w.query.fields}
+    assert "hours_since_rows_ingested" in read  # the test sees the alerts' metrics at all
+    assert read - shown == set()
+
+
 def test_dataset_and_widget_queries_resolve_against_the_tables_columns(session):
     empty_views(session)
     dashboard = load_dashboard(LVDASH)
