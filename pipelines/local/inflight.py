@@ -55,6 +55,7 @@ class InFlightUpdate:
     materialized_views: list[str] = field(default_factory=list)  # restored if their refresh does not complete
     flows: list[FlowRecord] = field(default_factory=list)
     registered: bool = False
+    stopped_by: str | None = None  # why the runner stopped, when it knew (its engine or endpoint was lost)
 
     def qualified(self, name: str) -> str:
         return name if "." in name else f"{self.catalog}.{self.schema}.{name}"
@@ -100,6 +101,18 @@ def _from_dict(data: dict[str, Any]) -> InFlightUpdate:
     flows = [FlowRecord(**f) for f in data.pop("flows", [])]
     data.pop("mv_versions", None)  # a record of an earlier lakewatch: versions are read from the history now
     return InFlightUpdate(**data, flows=flows)
+
+
+def note_stop(home: LocalHome, pid: int, cause: str) -> list[InFlightUpdate]:
+    """Writes `cause` into the records of the updates process `pid` was running, which it cannot close
+    itself (its engine or endpoint is gone): the command that closes them says why in the event log."""
+    noted = []
+    for record in load_all(home):
+        if record.pid == pid and record.stopped_by is None:
+            record.stopped_by = cause
+            save(home, record)
+            noted.append(record)
+    return noted
 
 
 def load_all(home: LocalHome) -> list[InFlightUpdate]:

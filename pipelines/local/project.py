@@ -105,26 +105,23 @@ class LocalProject:
     def connection_lost(self) -> Exception | None:
         """What an error while connected most likely comes from, when the connection is gone:
         ENGINE_STOPPED when this command's local engine died, REMOTE_UNREACHABLE when a `--remote`
-        endpoint stopped answering; else None."""
+        endpoint stopped answering; else None. The update this command was running then carries the
+        cause, for the command that closes it (see inflight.note_stop)."""
         from pipelines.errors import LakewatchError
-        from pipelines.local import engine, retries
+        from pipelines.local import engine, inflight, retries
 
-        if self._local is None:
+        local = self._local
+        cause = local.lost() if local is not None else None
+        if local is None or cause is None:
             return None
-        policy = self._local.remote_retries
-        if policy is not None:
-            if policy.gave_up is None:  # type: ignore[attr-defined]
-                return None
+        inflight.note_stop(self.home, os.getpid(), cause)
+        if local.remote_retries is not None:
             return LakewatchError("REMOTE_UNREACHABLE", {
-                "url": self._local.url, "seconds": policy.seconds,  # type: ignore[attr-defined]
-                "reason": policy.gave_up, "env": retries.REMOTE_RETRY_ENV})  # type: ignore[attr-defined]
-        pid = self._local.engine_pid
-        if pid is None or engine.pid_alive(pid):
-            return None
-        time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
+                "url": local.url, "seconds": local.remote_retries.seconds,  # type: ignore[attr-defined]
+                "reason": local.remote_retries.gave_up, "env": retries.REMOTE_RETRY_ENV})  # type: ignore[attr-defined]
         return LakewatchError("ENGINE_STOPPED", {
-            "home": self.home.root, "pid": pid, "reason": engine.stop_reason(self.home),
-            "log": self._local.log_file, "out": engine.engine_dir(self.home) / "engine.out"})
+            "home": self.home.root, "pid": local.engine_pid, "reason": engine.stop_reason(self.home),
+            "log": local.log_file, "out": engine.engine_dir(self.home) / "engine.out"})
 
     def close_session(self) -> None:
         """Disconnects from the engine (the run lock, if held, stays)."""

@@ -112,9 +112,17 @@ def _existing_events(spark: Any, record: inflight.InFlightUpdate) -> list[Any]:
     ).collect()
 
 
+def interrupted_error(why: str) -> Any:
+    """The error of an update that could not finish because its runner or its server was lost (`why`),
+    as the event log carries it: the recovery's, and the runner's own when it saw its server go."""
+    message = (f"[{INTERRUPTED_ERROR}] The update was interrupted: {why}. lakewatch closed it at "
+               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC; the next update ingests what it did not commit.")
+    return E.error([E.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
+
+
 def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, say: Say) -> None:
-    say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: its runner (pid {record.pid}) "
-        f"stopped before the update finished; closing it as FAILED")
+    why = record.stopped_by or f"its runner (pid {record.pid}) stopped before the update finished"
+    say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: {why}; closing it as FAILED")
     notes: list[tuple[str, str, inflight.FlowRecord | None]] = []
     try:
         _release_session(record.url, record.session_id)
@@ -149,10 +157,8 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
             last_seen += _record_missing_batches(spark, flow, origin, logged_batches, stream, notes)
         _restore_views(spark, record, last_status, say)
     ended = max(last_seen, default=datetime.fromisoformat(record.started_at))
-    message = (f"[{INTERRUPTED_ERROR}] The update was interrupted: its runner (pid {record.pid}) stopped before the "
-               f"update finished (killed, out of memory, or the machine stopped). lakewatch closed it at "
-               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC; the next update ingests what it did not commit.")
-    error = E.error([E.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
+    error = interrupted_error(record.stopped_by or f"its runner (pid {record.pid}) stopped before the update "
+                              "finished (killed, out of memory, or the machine stopped)")
     for flow in record.flows:
         status = last_status.get(flow.sdp_name)
         if status is not None and status[1] not in TERMINAL_FLOW_STATES:

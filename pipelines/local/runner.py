@@ -34,6 +34,7 @@ from pipelines.local import checkpoints as C
 from pipelines.local import codegen, inflight, jvm_log, measure, polling
 from pipelines.local.capture import BatchProgress, ProgressCollector, session_relay
 from pipelines.local.home import ControlPlaneState, LocalHome
+from pipelines.local.recovery import interrupted_error
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import SdpEvent, error_class, lost_completions, parse, short_name
 from pipelines.local.session import LocalSpark
@@ -532,7 +533,10 @@ class _Update:
                     self.warn(name, _one_line(_error_text(e)))
         ended = now()
         error_struct = None
-        if final_state == "FAILED":
+        lost = self.runner.local.lost() if error is not None else None
+        if lost is not None:  # the engine or the endpoint is gone: say so, not the gRPC error it left
+            final_state, error_struct = "FAILED", interrupted_error(lost)
+        elif final_state == "FAILED":
             failed = [f for f in self.flow_status.values() if f.status == "FAILED"]
             if failed and failed[0].exceptions:
                 first = _databricks_message(failed[0].error, failed[0].exceptions)

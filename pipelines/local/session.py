@@ -118,6 +118,20 @@ class LocalSpark:
     def remote(self) -> bool:
         return self.lease is None
 
+    def lost(self) -> str | None:
+        """Why this session's server is gone, as a clause ("its local engine (pid 12) stopped: ..."), or
+        None while it is reachable: the local engine's process died, or a `--remote` endpoint stopped
+        answering for longer than its retry budget (retries.WithinBudget)."""
+        from pipelines.local import engine
+
+        if self.remote_retries is not None:
+            gave_up = self.remote_retries.gave_up  # type: ignore[attr-defined]
+            return None if gave_up is None else f"the Spark Connect endpoint {self.url} stopped answering ({gave_up})"
+        if self.engine_pid is None or engine.pid_alive(self.engine_pid):
+            return None
+        time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
+        return f"its local engine (pid {self.engine_pid}) stopped: {engine.stop_reason(self.home)}"
+
     def stop(self) -> None:
         try:
             self.spark.stop()  # type: ignore[attr-defined]  (releases the server-side session)

@@ -82,9 +82,14 @@ def test_a_run_whose_engine_dies_fails_at_once_and_the_next_run_closes_its_updat
     assert "[ENGINE_STOPPED]" in err and "its JVM exited (code -9" in err
 
     after = cli.run("run", *conf)  # a new engine; the interrupted update is closed first
-    update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted", after.stdout)
+    update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted: its local engine \(pid \d+\) stopped: "
+                       r"its JVM exited \(code -9", after.stdout)
     assert update is not None, after.stdout
-    states = {r["state"] for r in json.loads(cli.run("query", "--json", (
-        "SELECT get_json_object(details, '$.update_progress.state') AS state FROM lakewatch.lakewatch_ingest_event_log "
-        f"WHERE origin.update_id = '{update[1]}' AND event_type = 'update_progress'")).stdout)}
+    progress = json.loads(cli.run("query", "--json", (
+        "SELECT get_json_object(details, '$.update_progress.state') AS state, error.exceptions[0].message AS message "
+        f"FROM lakewatch.lakewatch_ingest_event_log WHERE origin.update_id = '{update[1]}' "
+        "AND event_type = 'update_progress'")).stdout)
+    states = {r["state"] for r in progress}
     assert "FAILED" in states and "COMPLETED" not in states, states
+    [failed] = [r["message"] for r in progress if r["state"] == "FAILED"]  # the event log says why, too
+    assert "[UPDATE_INTERRUPTED] The update was interrupted: its local engine (pid" in failed and "code -9" in failed

@@ -250,9 +250,14 @@ def test_a_run_whose_remote_server_dies_fails_at_once_and_the_next_command_close
     assert f"[REMOTE_UNREACHABLE] The Spark Connect endpoint {connect_server.url} did not answer for 5 s" in err, err
 
     recovered = cli.run("--remote", connect_server.url, "query", "SELECT 1")
-    update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted", recovered.stdout)
+    lost = f"the Spark Connect endpoint {connect_server.url} stopped answering (UNAVAILABLE"
+    update = re.search(rf"update (\S+) of 'lakewatch_ingest' was interrupted: {re.escape(lost)}", recovered.stdout)
     assert update is not None, recovered.stdout + recovered.stderr
-    states = {r["state"] for r in json.loads(cli.run("--remote", connect_server.url, "query", "--json", (
-        "SELECT get_json_object(details, '$.update_progress.state') AS state FROM lakewatch.lakewatch_ingest_event_log "
-        f"WHERE origin.update_id = '{update[1]}' AND event_type = 'update_progress'")).stdout)}
+    progress = json.loads(cli.run("--remote", connect_server.url, "query", "--json", (
+        "SELECT get_json_object(details, '$.update_progress.state') AS state, error.exceptions[0].message AS message "
+        f"FROM lakewatch.lakewatch_ingest_event_log WHERE origin.update_id = '{update[1]}' "
+        "AND event_type = 'update_progress'")).stdout)
+    states = {r["state"] for r in progress}
     assert "FAILED" in states and "COMPLETED" not in states, states
+    [failed] = [r["message"] for r in progress if r["state"] == "FAILED"]  # the event log says why, too
+    assert f"[UPDATE_INTERRUPTED] The update was interrupted: {lost}" in failed, failed
