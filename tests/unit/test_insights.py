@@ -9,6 +9,7 @@ import datetime as dt
 import pytest
 
 from pipelines import insights as I
+from pipelines.local.recovery import interrupted_error
 from tests.eventlog_builders import Update, observability_views, today_at
 
 Chain = tuple[tuple[str, str], ...]  # (exception class, message), outermost first
@@ -35,6 +36,9 @@ PERMISSION = (("org.apache.spark.sql.AnalysisException",
 NO_PATH = (("org.apache.spark.sql.AnalysisException",
             "[PATH_NOT_FOUND] Path does not exist: /Volumes/main/lakewatch/landing/orders. SQLSTATE: 42K03"),)
 ODD = (("java.lang.IllegalStateException", "Sink offset went backwards for a reason nobody wrote down"),)
+# As lakewatch writes it when an update's engine or endpoint is lost (pipelines/local/recovery.py).
+LOST = tuple((e["class_name"], e["message"]) for e in interrupted_error(
+    "its local engine (pid 4242) stopped: its JVM exited (code -9)")["exceptions"])
 
 
 def failed(update_id: str, start: dt.datetime, chain: Chain, flow: str = "orders_bronze") -> Update:
@@ -83,6 +87,7 @@ case("grant", "missing_permission_or_path", failed("grant", _start, PERMISSION))
 case("path", "missing_permission_or_path", failed("path", _start, NO_PATH))
 case("backlog", "backlog_outpacing_processing", canceled_with_backlog("backlog", _start))
 case("stall", "source_stalled", canceled_without_progress("stall", _start))
+case("lost", "compute_lost", failed("lost", _start, LOST))
 case("odd", I.UNKNOWN, failed("odd", _start, ODD))
 
 
