@@ -117,8 +117,8 @@ class LocalProject:
         inflight.note_stop(self.home, os.getpid(), cause)
         if local.remote_retries is not None:
             return LakewatchError("REMOTE_UNREACHABLE", {
-                "url": local.url, "seconds": local.remote_retries.seconds,  # type: ignore[attr-defined]
-                "reason": local.remote_retries.gave_up, "env": retries.REMOTE_RETRY_ENV})  # type: ignore[attr-defined]
+                "url": local.url, "seconds": local.remote_retries.seconds,
+                "reason": local.remote_retries.gave_up, "env": retries.REMOTE_RETRY_ENV})
         return LakewatchError("ENGINE_STOPPED", {
             "home": self.home.root, "pid": local.engine_pid, "reason": engine.stop_reason(self.home),
             "log": local.log_file, "out": engine.engine_dir(self.home) / "engine.out"})

@@ -16,12 +16,15 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from pipelines.local import cds, delta_catalog, jars, javalib, localfs
 from pipelines.local.home import LocalHome
+
+if TYPE_CHECKING:
+    from pipelines.local.retries import WithinBudget  # imports pyspark's Connect client
 
 TEST_TUNING = {
     "spark.ui.enabled": "false",
@@ -112,7 +115,8 @@ class LocalSpark:
     session_id: str
     lease: "object | None" = None  # engine.Lease while connected to the local engine
     engine_pid: int | None = None  # the local engine's process
-    remote_retries: "object | None" = None  # retries.WithinBudget of a --remote session
+    remote_retries: "WithinBudget | None" = None  # the retry policy of a --remote session
+    _lost: str | None = field(default=None, init=False, repr=False)  # why the server is gone, once known
 
     @property
     def remote(self) -> bool:
@@ -124,13 +128,16 @@ class LocalSpark:
         answering for longer than its retry budget (retries.WithinBudget)."""
         from pipelines.local import engine
 
+        if self._lost is not None:
+            return self._lost
         if self.remote_retries is not None:
-            gave_up = self.remote_retries.gave_up  # type: ignore[attr-defined]
-            return None if gave_up is None else f"the Spark Connect endpoint {self.url} stopped answering ({gave_up})"
-        if self.engine_pid is None or engine.pid_alive(self.engine_pid):
-            return None
-        time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
-        return f"its local engine (pid {self.engine_pid}) stopped: {engine.stop_reason(self.home)}"
+            gave_up = self.remote_retries.gave_up
+            if gave_up is not None:
+                self._lost = f"the Spark Connect endpoint {self.url} stopped answering ({gave_up})"
+        elif self.engine_pid is not None and not engine.pid_alive(self.engine_pid):
+            time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
+            self._lost = f"its local engine (pid {self.engine_pid}) stopped: {engine.stop_reason(self.home)}"
+        return self._lost
 
     def stop(self) -> None:
         try:

@@ -188,6 +188,8 @@ def test_update_status_shows_the_killed_update_failed_by_the_interruption_then_a
     assert killed["first_error_class"] == "UPDATE_INTERRUPTED"
     assert "interrupted" in killed["first_error_message"]
     assert killed["end_time"] is not None and killed["duration_seconds"] is not None
+    [insight] = interrupted.tables.table("run_insights").where(f"update_id = '{killed['update_id']}'").collect()
+    assert insight["category"] == "compute_lost"
 
 
 @pytest.mark.parametrize("table", TABLES)
