@@ -60,6 +60,19 @@ class Cli:
         return result
 
 
+def closed_as_failed(cli: Cli, update_id: str, *options: str) -> str:
+    """The error message of the update's FAILED `update_progress` event, read back with the CLI's query
+    (`options` such as `--remote URL` go before it); fails if the update also says COMPLETED."""
+    progress = json.loads(cli.run(*options, "query", "--json", (
+        "SELECT get_json_object(details, '$.update_progress.state') AS state, error.exceptions[0].message AS message "
+        f"FROM lakewatch.lakewatch_ingest_event_log WHERE origin.update_id = '{update_id}' "
+        "AND event_type = 'update_progress'")).stdout)
+    states = {r["state"] for r in progress}
+    assert "FAILED" in states and "COMPLETED" not in states, states
+    [failed] = [r["message"] for r in progress if r["state"] == "FAILED"]
+    return failed
+
+
 def hang_report(home: Path, process: subprocess.Popen, args: tuple[str, ...], timeout: int) -> str:
     """What a CLI run that did not end in time was doing: its Python threads (the CLI prints them on
     SIGUSR1), the engine's JVM threads (jstack, saved whole in the home) and the engine log's tail.

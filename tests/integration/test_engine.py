@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.local import engine
 from pipelines.local.home import LocalHome
-from tests.integration.helpers import PROJECT_ROOT, Cli, cli_env, project_tables
+from tests.integration.helpers import PROJECT_ROOT, Cli, cli_env, closed_as_failed, project_tables
 
 pytestmark = pytest.mark.integration
 
@@ -85,11 +85,5 @@ def test_a_run_whose_engine_dies_fails_at_once_and_the_next_run_closes_its_updat
     update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted: its local engine \(pid \d+\) stopped: "
                        r"its JVM exited \(code -9", after.stdout)
     assert update is not None, after.stdout
-    progress = json.loads(cli.run("query", "--json", (
-        "SELECT get_json_object(details, '$.update_progress.state') AS state, error.exceptions[0].message AS message "
-        f"FROM lakewatch.lakewatch_ingest_event_log WHERE origin.update_id = '{update[1]}' "
-        "AND event_type = 'update_progress'")).stdout)
-    states = {r["state"] for r in progress}
-    assert "FAILED" in states and "COMPLETED" not in states, states
-    [failed] = [r["message"] for r in progress if r["state"] == "FAILED"]  # the event log says why, too
+    failed = closed_as_failed(cli, update[1])  # the event log says why, too
     assert "[UPDATE_INTERRUPTED] The update was interrupted: its local engine (pid" in failed and "code -9" in failed

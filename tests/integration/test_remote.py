@@ -25,7 +25,8 @@ from pipelines.config import load_tables
 from pipelines.generator import Mix, generate_batch, load_column_settings
 from pipelines.local import jars
 from pipelines.local.session import DELTA_CONF, TEST_TUNING
-from tests.integration.helpers import PROJECT_ROOT, Cli, cli_env, local_path, malformed_csv_lines, project_tables
+from tests.integration.helpers import (PROJECT_ROOT, Cli, cli_env, closed_as_failed, local_path, malformed_csv_lines,
+                                       project_tables)
 
 pytestmark = pytest.mark.integration
 
@@ -253,11 +254,5 @@ def test_a_run_whose_remote_server_dies_fails_at_once_and_the_next_command_close
     lost = f"the Spark Connect endpoint {connect_server.url} stopped answering (UNAVAILABLE"
     update = re.search(rf"update (\S+) of 'lakewatch_ingest' was interrupted: {re.escape(lost)}", recovered.stdout)
     assert update is not None, recovered.stdout + recovered.stderr
-    progress = json.loads(cli.run("--remote", connect_server.url, "query", "--json", (
-        "SELECT get_json_object(details, '$.update_progress.state') AS state, error.exceptions[0].message AS message "
-        f"FROM lakewatch.lakewatch_ingest_event_log WHERE origin.update_id = '{update[1]}' "
-        "AND event_type = 'update_progress'")).stdout)
-    states = {r["state"] for r in progress}
-    assert "FAILED" in states and "COMPLETED" not in states, states
-    [failed] = [r["message"] for r in progress if r["state"] == "FAILED"]  # the event log says why, too
+    failed = closed_as_failed(cli, update[1], "--remote", connect_server.url)  # the event log says why, too
     assert f"[UPDATE_INTERRUPTED] The update was interrupted: {lost}" in failed, failed
