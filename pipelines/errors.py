@@ -94,8 +94,9 @@ ERROR_CLASSES: dict[str, str] = {
     ),
     "REMOTE_UNREACHABLE": (
         "The Spark Connect endpoint {url} did not answer for {seconds:g} s ({reason}), so this command "
-        "stopped. What was running there may be lost; an update this command ran is closed as FAILED "
-        "by the next command that reaches the endpoint. The wait is set by {env}."
+        "stopped. An update this command ran is closed as FAILED by the next command on this state "
+        "folder: give it the same --remote, so the closing events reach that endpoint's event log. "
+        "The wait is set by {env}."
     ),
     "QUERY_FAILED": "The query failed: {reason}",
     "JOB_SQL_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",

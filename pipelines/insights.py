@@ -32,6 +32,11 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
+    Rule("compute_lost",
+         r"UPDATE_INTERRUPTED|UpdateInterruptedException",
+         "The update lost its compute before it finished: its runner was killed, the local engine stopped, or "
+         "the Spark Connect endpoint stopped answering (the message says which). What it committed stays, and "
+         "the next update ingests the rest. If it recurs, the engine log (locally in .lakewatch/logs) says why."),
     Rule("expectation_failed",
          r"EXPECTATION_VIOLATION|expectation .*(failed|violated)",
          "A `fail` expectation stopped the update: the message names the expectation and a failing row. "
@@ -59,11 +64,6 @@ RULES: tuple[Rule, ...] = (
          r"TimeoutException|timed out|EXECUTOR_LOST|ExecutorLostFailure|Container killed",
          "The compute ran out of memory or time: make batches smaller (max_files_per_trigger in "
          "conf/tables.yml), or give the pipeline more memory or a longer timeout."),
-    Rule("compute_lost",
-         r"UPDATE_INTERRUPTED|UpdateInterruptedException",
-         "The update lost its compute before it finished: its runner was killed, the local engine stopped, or "
-         "the Spark Connect endpoint stopped answering (the message says which). What it committed stays, and "
-         "the next update ingests the rest. If it recurs, the engine log (locally in .lakewatch/logs) says why."),
     Rule("analysis_error",
          r"AnalysisException|PARSE_SYNTAX_ERROR|TABLE_OR_VIEW_NOT_FOUND|UNRESOLVED_ROUTINE|"
          r"INVALID_|MISSING_AGGREGATION|AMBIGUOUS_",

@@ -136,6 +136,19 @@ class EventLogStream:
                 return
             self.written += len(batch)
 
+    def abandon(self) -> None:
+        """Stops the background thread and closes the journal without writing: the table is out of
+        reach (its engine is gone), and the journal keeps every event for the command that closes the
+        update."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
     def close(self) -> None:
         """Stops the background thread and writes everything still pending."""
         self._stop.set()

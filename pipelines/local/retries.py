@@ -6,15 +6,17 @@ dead server that is a command that ends an hour later, saying nothing meanwhile.
 
 - on the local engine, a call is retried only while the engine's process lives (`WhileAlive`);
 - on a `--remote` endpoint, which lakewatch cannot watch, a call is retried for at most
-  `LAKEWATCH_REMOTE_RETRY_SECONDS` (`WithinBudget`, 60 s by default: a server restart, not an
-  outage); once one call has given up, later calls of the command fail at once, so the command
-  exits with `[REMOTE_UNREACHABLE]` instead of waiting the budget again for each call.
+  `LAKEWATCH_REMOTE_RETRY_SECONDS` after its first failure (`WithinBudget`, 60 s by default: a
+  network drop, not an outage; a restarted server has lost the session, so a command does not
+  outlive a restart); once one call has given up, later calls of the command fail at once, so the
+  command exits with `[REMOTE_UNREACHABLE]` instead of waiting the budget again for each call.
 
 Both keep the default policy's backoff and its choice of which errors are worth a retry.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -38,7 +40,7 @@ def remote_retry_seconds() -> float:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
-    if seconds < 0:
+    if not math.isfinite(seconds) or seconds < 0:
         from pipelines.errors import LakewatchError
 
         raise LakewatchError("CLI_INVALID_ARGUMENT", {
@@ -76,16 +78,20 @@ class WithinBudget(DefaultPolicy):
 
 
 class _BudgetState(RetryPolicyState):
-    """One call's retries (pyspark makes a new state per call): its budget runs from the call's start."""
+    """One call's retries (pyspark makes a new state per call). The budget runs from the call's first
+    failure, not its start: a long-running stream (an update's run, the listener's events) may wait
+    for minutes between answers before a network drop."""
 
     def __init__(self, policy: WithinBudget) -> None:
         super().__init__(policy)
-        self.started = time.monotonic()
+        self.first_failure: float | None = None
 
     def next_attempt(self, exception: BaseException | None = None) -> int | None:
         policy: WithinBudget = self.policy  # type: ignore[assignment]
+        if self.first_failure is None:
+            self.first_failure = time.monotonic()
         wait_ms = super().next_attempt(exception)
-        left = policy.seconds - (time.monotonic() - self.started)
+        left = policy.seconds - (time.monotonic() - self.first_failure)
         if wait_ms is None or left <= 0:
             policy.gave_up = _describe(exception)
             return None

@@ -34,7 +34,6 @@ from pipelines.local import checkpoints as C
 from pipelines.local import codegen, inflight, jvm_log, measure, polling
 from pipelines.local.capture import BatchProgress, ProgressCollector, session_relay
 from pipelines.local.home import ControlPlaneState, LocalHome
-from pipelines.local.recovery import interrupted_error
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import SdpEvent, error_class, lost_completions, parse, short_name
 from pipelines.local.session import LocalSpark
@@ -514,6 +513,16 @@ class _Update:
 
     # -- finishing -----------------------------------------------------------------------------
     def finish(self, final_state: str, error: BaseException | None) -> tuple[str, datetime, BaseException | None]:
+        lost = self.runner.local.lost() if error is not None else None
+        if lost is not None and error is not None:
+            # The engine or the endpoint is gone: nothing more can be measured or written there. The
+            # update is left to the next command's recovery, which closes it whole from the record,
+            # the journal and the checkpoints (views restored, batches counted, running flows FAILED),
+            # as UPDATE_INTERRUPTED with this cause.
+            self.record.stopped_by = lost
+            inflight.save(self.runner.home, self.record)
+            self.stream.abandon()
+            raise error
         if self.registry is not None:
             steps: list[tuple[str, Callable[[], None]]] = [
                 ("materialized views kept", self.keep_unrefreshed_views),
@@ -533,10 +542,7 @@ class _Update:
                     self.warn(name, _one_line(_error_text(e)))
         ended = now()
         error_struct = None
-        lost = self.runner.local.lost() if error is not None else None
-        if lost is not None:  # the engine or the endpoint is gone: say so, not the gRPC error it left
-            final_state, error_struct = "FAILED", interrupted_error(lost)
-        elif final_state == "FAILED":
+        if final_state == "FAILED":
             failed = [f for f in self.flow_status.values() if f.status == "FAILED"]
             if failed and failed[0].exceptions:
                 first = _databricks_message(failed[0].error, failed[0].exceptions)

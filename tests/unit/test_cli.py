@@ -51,7 +51,7 @@ def test_a_remote_endpoint_that_does_not_answer_fails_with_the_reason_and_exit_2
     assert "Connection refused" in result.stderr and result.stderr.count("\n") == 1, result.stderr
 
 
-@pytest.mark.parametrize("value", ["soon", "-1"])
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
 def test_a_remote_retry_setting_that_is_not_seconds_is_refused(tmp_path, value):
     result = lakewatch(tmp_path, "--remote", "sc://127.0.0.1:1", "query", "SELECT 1", LAKEWATCH_REMOTE_RETRY_SECONDS=value)
     assert result.returncode == 2
