@@ -140,23 +140,20 @@ class EventLogStream:
         """Stops the background thread and closes the journal without writing: the table is out of
         reach (its engine is gone), and the journal keeps every event for the command that closes the
         update."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
-        if self.journal is not None:
-            self.journal.close()
-            self.journal = None
+        self._end(write=False)
 
     def close(self) -> None:
         """Stops the background thread and writes everything still pending."""
+        self._end(write=True)
+
+    def _end(self, write: bool) -> None:
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
-        self.flush(final=True)
+        if write:
+            self.flush(final=True)
         if self.journal is not None:
             self.journal.close()
             self.journal = None

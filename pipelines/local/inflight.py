@@ -103,16 +103,13 @@ def _from_dict(data: dict[str, Any]) -> InFlightUpdate:
     return InFlightUpdate(**data, flows=flows)
 
 
-def note_stop(home: LocalHome, pid: int, cause: str) -> list[InFlightUpdate]:
+def note_stop(home: LocalHome, pid: int, cause: str) -> None:
     """Writes `cause` into the records of the updates process `pid` was running, which it cannot close
     itself (its engine or endpoint is gone): the command that closes them says why in the event log."""
-    noted = []
     for record in load_all(home):
         if record.pid == pid and record.stopped_by is None:
             record.stopped_by = cause
             save(home, record)
-            noted.append(record)
-    return noted
 
 
 def load_all(home: LocalHome) -> list[InFlightUpdate]:

@@ -113,8 +113,8 @@ def _existing_events(spark: Any, record: inflight.InFlightUpdate) -> list[Any]:
 
 
 def interrupted_error(why: str) -> Any:
-    """The error of an update that could not finish because its runner or its server was lost (`why`),
-    as the event log carries it: the recovery's, and the runner's own when it saw its server go."""
+    """The error the recovery writes for an update that could not finish because its runner or its
+    server was lost (`why`)."""
     message = (f"[{INTERRUPTED_ERROR}] The update was interrupted: {why}. lakewatch closed it at "
                f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC; the next update ingests what it did not commit.")
     return E.error([E.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
