@@ -95,8 +95,18 @@ ERROR_CLASSES: dict[str, str] = {
     "REMOTE_UNREACHABLE": (
         "The Spark Connect endpoint {url} did not answer for {seconds:g} s ({reason}), so this command "
         "stopped. An update this command ran is closed as FAILED by the next command on this state "
-        "folder: give it the same --remote, so the closing events reach that endpoint's event log. "
+        "folder with the same --remote, so the closing events reach that endpoint's event log. "
         "The wait is set by {env}."
+    ),
+    "REMOTE_SESSION_LOST": (
+        "The Spark Connect endpoint {url} restarted while this command ran: the session it ran on is "
+        "gone, and with it what was running. An update this command ran is closed as FAILED by the "
+        "next command on this state folder with the same --remote."
+    ),
+    "UPDATE_OPEN_ELSEWHERE": (
+        "Update {update_id} of '{pipeline}' ran on {ran_on} and was interrupted; it is still open, and its "
+        "event log is there. Close it first with {closed_by} on this state folder (`lakewatch{remote} query "
+        "\"SELECT 1\"` will do), then run again: a new update now would leave it open for good."
     ),
     "QUERY_FAILED": "The query failed: {reason}",
     "JOB_SQL_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",

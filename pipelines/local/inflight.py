@@ -35,6 +35,11 @@ class FlowRecord:
     record_counter: str | None = None  # how its files' records are counted (formats.count_records; None: JSON lines)
 
 
+# A record written before records named their endpoint: the first command to open the state folder
+# closes it, wherever it runs (as then).
+ANY_ENDPOINT = "(not recorded)"
+
+
 @dataclass
 class InFlightUpdate:
     update_id: str
@@ -56,6 +61,20 @@ class InFlightUpdate:
     flows: list[FlowRecord] = field(default_factory=list)
     registered: bool = False
     stopped_by: str | None = None  # why the runner stopped, when it knew (its engine or endpoint was lost)
+    remote_url: str | None = None  # the --remote endpoint it ran on; None: the state folder's local engine
+
+    def ran_where(self, remote_url: str | None) -> bool:
+        """Whether it ran where a session on `remote_url` (None: the local engine) runs."""
+        return self.remote_url in (remote_url, ANY_ENDPOINT)
+
+    def ran_on(self) -> str:
+        """Where the update ran, in words (for messages)."""
+        return f"the Spark Connect endpoint {self.remote_url}" if self.remote_url else "the local engine"
+
+    def closed_by(self) -> str:
+        """The command that can close it: one on the same endpoint, whose event log holds the update."""
+        return (f"any lakewatch command with --remote {self.remote_url}" if self.remote_url
+                else "any lakewatch command without --remote")
 
     def qualified(self, name: str) -> str:
         return name if "." in name else f"{self.catalog}.{self.schema}.{name}"
@@ -100,16 +119,26 @@ def remove(home: LocalHome, record: InFlightUpdate) -> None:
 def _from_dict(data: dict[str, Any]) -> InFlightUpdate:
     flows = [FlowRecord(**f) for f in data.pop("flows", [])]
     data.pop("mv_versions", None)  # a record of an earlier lakewatch: versions are read from the history now
+    data.setdefault("remote_url", ANY_ENDPOINT)
     return InFlightUpdate(**data, flows=flows)
 
 
-def note_stop(home: LocalHome, pid: int, cause: str) -> None:
-    """Writes `cause` into the records of the updates process `pid` was running, which it cannot close
-    itself (its engine or endpoint is gone): the command that closes them says why in the event log."""
+def note_stop(home: LocalHome, session_id: str, cause: str) -> None:
+    """Writes `cause` into the records of the updates Spark Connect session `session_id` was running,
+    which its command cannot close itself (its engine or endpoint is gone): the command that closes
+    them says why in the event log. (By session, not pid: a container's pids repeat.)"""
     for record in load_all(home):
-        if record.pid == pid and record.stopped_by is None:
+        if record.session_id == session_id and record.stopped_by is None:
             record.stopped_by = cause
             save(home, record)
+
+
+def load(home: LocalHome, pipeline_name: str) -> InFlightUpdate | None:
+    """The record of `pipeline_name`'s update in progress, if there is one."""
+    try:
+        return _from_dict(json.loads(path_for(home, pipeline_name).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def load_all(home: LocalHome) -> list[InFlightUpdate]:

@@ -70,7 +70,7 @@ class LocalProject:
                 self._local = connect_local(self.home, self.settings.spark_conf, say=_notice)
             from pipelines.local.recovery import recover_unfinished
 
-            recover_unfinished(self._local.spark, self.home, self.print, self._lock)
+            recover_unfinished(self._local.spark, self.home, self.print, self._lock, self._local.remote_url)
         return self._local.spark
 
     def lock_runs(self, command: str) -> None:
@@ -104,7 +104,7 @@ class LocalProject:
     def connection_lost(self) -> Exception | None:
         """What an error while connected most likely comes from, when the connection is gone:
         ENGINE_STOPPED when this command's local engine died, REMOTE_UNREACHABLE when a `--remote`
-        endpoint stopped answering; else None. The update this command was running then carries the
+        endpoint stopped answering, REMOTE_SESSION_LOST when it restarted; else None. The update this command was running then carries the
         cause, for the command that closes it (see inflight.note_stop)."""
         from pipelines.errors import LakewatchError
         from pipelines.local import engine, inflight, retries
@@ -113,7 +113,9 @@ class LocalProject:
         cause = local.lost() if local is not None else None
         if local is None or cause is None:
             return None
-        inflight.note_stop(self.home, os.getpid(), cause)
+        inflight.note_stop(self.home, local.session_id, cause)
+        if local.remote_retries is not None and local.remote_retries.gave_up is None:
+            return LakewatchError("REMOTE_SESSION_LOST", {"url": local.url})
         if local.remote_retries is not None:
             return LakewatchError("REMOTE_UNREACHABLE", {
                 "url": local.url, "seconds": local.remote_retries.seconds,

@@ -38,13 +38,20 @@ FILE_STATE_TABLE = "lakewatch_file_state"
 Say = Callable[[str], None]
 
 
-def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | None = None) -> list[str]:
-    """Closes every interrupted update of the state folder; returns their update ids.
+def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | None = None,
+                       remote_url: str | None = None) -> list[str]:
+    """Closes every interrupted update of the state folder that ran where `spark` runs (the local
+    engine, or the `--remote` endpoint `remote_url`); returns their update ids.
 
-    Takes the run lock for the time it needs it unless `lock` is already held; when a live run
-    holds it, nothing is interrupted and nothing is done.
+    An update that ran elsewhere is left open, with a notice: its event log is there, and closing
+    events written here would land in the wrong one. Takes the run lock for the time it needs it
+    unless `lock` is already held; when a live run holds it, nothing is interrupted and nothing is done.
     """
     records = inflight.load_all(home)
+    for record in [r for r in records if not r.ran_where(remote_url)]:
+        say(f"note: update {record.update_id} of '{record.pipeline_name}' was interrupted on {record.ran_on()}; "
+            f"it stays open until {record.closed_by()} closes it")
+    records = [r for r in records if r.ran_where(remote_url)]
     if not records:
         return []
     own = lock is None or not lock.held

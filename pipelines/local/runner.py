@@ -27,7 +27,7 @@ from pipelines import adapter
 from pipelines import expectations as X
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource
 from pipelines.eventlog import events as E
-from pipelines.errors import engine_message
+from pipelines.errors import LakewatchError, engine_message
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
@@ -127,6 +127,13 @@ class LocalRunner:
     # -- public --------------------------------------------------------------------------------
     def run_update(self, request: UpdateRequest) -> UpdateResult:
         pipeline = self.bundle.pipeline(request.pipeline)
+        interrupted = inflight.load(self.home, pipeline.name)
+        if interrupted is not None and not interrupted.ran_where(self.local.remote_url):
+            # Recovery closed this endpoint's interrupted updates already; this one's event log is elsewhere.
+            raise LakewatchError("UPDATE_OPEN_ELSEWHERE", {
+                "update_id": interrupted.update_id, "pipeline": pipeline.name, "ran_on": interrupted.ran_on(),
+                "closed_by": interrupted.closed_by(),
+                "remote": f" --remote {interrupted.remote_url}" if interrupted.remote_url else ""})
         return _Update(self, pipeline, request).run()
 
 
@@ -179,6 +186,7 @@ class _Update:
             session_id=runner.local.session_id, url=runner.local.url, cluster_id=app_id,
             log_file=str(runner.local.log_file) if runner.local.log_file else None, log_offset=self.log_offset,
             full_refresh=request.full_refresh or bool(request.full_refresh_selection),
+            remote_url=runner.local.remote_url,
         )
 
     # -- helpers -------------------------------------------------------------------------------

@@ -117,10 +117,16 @@ class LocalSpark:
     engine_pid: int | None = None  # the local engine's process
     remote_retries: "WithinBudget | None" = None  # the retry policy of a --remote session
     _lost: str | None = field(default=None, init=False, repr=False)  # why the server is gone, once known
+    _stopped: bool = field(default=False, init=False, repr=False)  # stop() was called
 
     @property
     def remote(self) -> bool:
         return self.lease is None
+
+    @property
+    def remote_url(self) -> str | None:
+        """The `--remote` endpoint, or None on the state folder's local engine."""
+        return self.url if self.remote else None
 
     def lost(self) -> str | None:
         """Why this session's server is gone, as a clause ("its local engine (pid 12) stopped: ..."), or
@@ -134,12 +140,22 @@ class LocalSpark:
             gave_up = self.remote_retries.gave_up
             if gave_up is not None:
                 self._lost = f"the Spark Connect endpoint {self.url} stopped answering ({gave_up})"
+            elif self._session_gone():
+                self._lost = (f"the Spark Connect endpoint {self.url} restarted, and the session the update ran "
+                              "on was lost with it")
         elif self.engine_pid is not None and not engine.pid_alive(self.engine_pid):
             time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
             self._lost = f"its local engine (pid {self.engine_pid}) stopped: {engine.stop_reason(self.home)}"
         return self._lost
 
+    def _session_gone(self) -> bool:
+        """Whether the server dropped this session without being asked: a server that restarted within
+        the retry budget answers with another server-side session (INVALID_HANDLE.SESSION_CHANGED), and
+        pyspark's client then closes itself."""
+        return not self._stopped and bool(getattr(self.spark, "is_stopped", False))
+
     def stop(self) -> None:
+        self._stopped = True
         try:
             self.spark.stop()  # type: ignore[attr-defined]  (releases the server-side session)
         except Exception:  # noqa: BLE001 (the engine may be gone already)

@@ -228,31 +228,62 @@ def test_detaching_an_update_collector_while_progress_events_flow_never_blocks(c
     assert len(result["received"]) == 20 and sum(result["received"]) > 0 and result["late"] == 0, result
 
 
-def test_a_run_whose_remote_server_dies_fails_at_once_and_the_next_command_closes_its_update(
-        spark, connect_server, tmp_path):
-    """The server is lost mid-update: Spark Connect's own policy would retry it for at least 10 minutes
-    per call. The run retries for LAKEWATCH_REMOTE_RETRY_SECONDS, then exits 2 with REMOTE_UNREACHABLE;
-    once the server is back, the next command closes the interrupted update as FAILED in its event log."""
-    cli = Cli(tmp_path / "home")
+def interrupted_remote_run(cli: Cli, server: ConnectServer, retry_seconds: int, back_at_once: bool) -> tuple[int, str]:
+    """A `--remote run` of 50 orders whose server is killed once the update is RUNNING, and started
+    again on the same folder and port at once (`back_at_once`) or after the run exited; the run's exit
+    code and standard error."""
     landing = cli.home / "landing" / "orders"
     landing.mkdir(parents=True)
     _, conf = project_tables(cli.home, ("orders",))
     (landing / "o.json").write_text("".join(json.dumps({"order_id": i, "amount": 2.5}) + "\n" for i in range(50)))
-    env = {**cli_env(cli.home), "LAKEWATCH_REMOTE_RETRY_SECONDS": "5"}
-    with subprocess.Popen([sys.executable, "-m", "pipelines.cli", "--remote", connect_server.url, "run", *conf],
+    env = {**cli_env(cli.home), "LAKEWATCH_REMOTE_RETRY_SECONDS": str(retry_seconds)}
+    with subprocess.Popen([sys.executable, "-m", "pipelines.cli", "--remote", server.url, "run", *conf],
                           cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
         for line in run.stdout:  # type: ignore[union-attr]
             if "RUNNING" in line:
                 break
-        connect_server.kill()
+        server.kill()
+        if back_at_once:
+            server.start()
         _, err = run.communicate(timeout=300)
-    connect_server.start()
-    assert run.returncode == 2, err
-    assert f"[REMOTE_UNREACHABLE] The Spark Connect endpoint {connect_server.url} did not answer for 5 s" in err, err
+    if not back_at_once:
+        server.start()
+    return run.returncode, err
 
-    recovered = cli.run("--remote", connect_server.url, "query", "SELECT 1")
-    lost = f"the Spark Connect endpoint {connect_server.url} stopped answering (UNAVAILABLE"
+
+def closed_by_the_next_command(cli: Cli, server: ConnectServer, lost: str) -> None:
+    """The next `--remote` command closes the interrupted update as FAILED, saying `lost` in its output
+    and in the update's terminal event, read back from the server's event log."""
+    recovered = cli.run("--remote", server.url, "query", "SELECT 1")
     update = re.search(rf"update (\S+) of 'lakewatch_ingest' was interrupted: {re.escape(lost)}", recovered.stdout)
     assert update is not None, recovered.stdout + recovered.stderr
-    failed = closed_as_failed(cli, update[1], "--remote", connect_server.url)  # the event log says why, too
+    failed = closed_as_failed(cli, update[1], "--remote", server.url)
     assert f"[UPDATE_INTERRUPTED] The update was interrupted: {lost}" in failed, failed
+
+
+def test_a_run_whose_remote_server_dies_fails_at_once_and_the_next_command_closes_its_update(
+        connect_server, tmp_path):
+    """The server is lost mid-update: Spark Connect's own policy would retry it for at least 10 minutes
+    per call. The run retries for LAKEWATCH_REMOTE_RETRY_SECONDS, then exits 2 with REMOTE_UNREACHABLE;
+    once the server is back, the next command closes the interrupted update as FAILED in its event log."""
+    cli = Cli(tmp_path / "home")
+    code, err = interrupted_remote_run(cli, connect_server, retry_seconds=5, back_at_once=False)
+    assert code == 2, err
+    assert f"[REMOTE_UNREACHABLE] The Spark Connect endpoint {connect_server.url} did not answer for 5 s" in err, err
+    closed_by_the_next_command(cli, connect_server, f"the Spark Connect endpoint {connect_server.url} stopped "
+                                                    "answering (UNAVAILABLE")
+
+
+def test_a_run_whose_remote_server_restarts_within_the_retry_budget_fails_and_the_next_command_closes_it(
+        connect_server, tmp_path):
+    """The server is back before the budget runs out, but as a new server: the session and the pipeline
+    run on it are gone (pyspark's client closes itself on INVALID_HANDLE.SESSION_CHANGED). The run exits
+    2 with REMOTE_SESSION_LOST instead of an error about no active session, and the update is closed
+    as interrupted, not left for a raw error."""
+    cli = Cli(tmp_path / "home")
+    code, err = interrupted_remote_run(cli, connect_server, retry_seconds=240, back_at_once=True)
+    assert code == 2, err
+    assert f"[REMOTE_SESSION_LOST] The Spark Connect endpoint {connect_server.url} restarted while this command ran" \
+        in err, err
+    closed_by_the_next_command(cli, connect_server, f"the Spark Connect endpoint {connect_server.url} restarted, "
+                                                    "and the session the update ran on was lost with it")
