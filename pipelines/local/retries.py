@@ -7,9 +7,10 @@ dead server that is a command that ends an hour later, saying nothing meanwhile.
 - on the local engine, a call is retried only while the engine's process lives (`WhileAlive`);
 - on a `--remote` endpoint, which lakewatch cannot watch, a call is retried for at most
   `LAKEWATCH_REMOTE_RETRY_SECONDS` after its first failure (`WithinBudget`, 60 s by default: a
-  network drop, not an outage; a restarted server has lost the session, so a command does not
-  outlive a restart); once one call has given up, later calls of the command fail at once, so the
-  command exits with `[REMOTE_UNREACHABLE]` instead of waiting the budget again for each call.
+  network drop, not an outage); once one call has given up, later calls of the command fail at
+  once, so the command exits with `[REMOTE_UNREACHABLE]` instead of waiting the budget again for
+  each call. A server that restarts within the budget answers as a new server, without the
+  command's session: that is `[REMOTE_SESSION_LOST]` (see `session.LocalSpark.lost`).
 
 Both keep the default policy's backoff and its choice of which errors are worth a retry.
 """
@@ -91,11 +92,11 @@ class _BudgetState(RetryPolicyState):
         if self.first_failure is None:
             self.first_failure = time.monotonic()
         wait_ms = super().next_attempt(exception)
-        left = policy.seconds - (time.monotonic() - self.first_failure)
-        if wait_ms is None or left <= 0:
+        left_ms = int((policy.seconds - (time.monotonic() - self.first_failure)) * 1000)
+        if wait_ms is None or left_ms <= 0:  # (less than a millisecond left is none: a wait of 0 would spin)
             policy.gave_up = _describe(exception)
             return None
-        return int(min(wait_ms, left * 1000))
+        return min(wait_ms, left_ms)
 
 
 def _describe(exception: BaseException | None) -> str:
