@@ -18,6 +18,7 @@ on both engines, the generator, the local CLI before the engine starts) goes thr
 
 from __future__ import annotations
 
+import math
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -59,7 +60,8 @@ _SOURCE_KEYS = ("max_files_per_trigger", "max_bytes_per_trigger", "use_notificat
                 "clean_source", "clean_source_move_destination", "clean_source_retention", "schema_hints")
 # Reader options of a format (README "Landing file formats"), each valid with one format only.
 _FORMAT_KEYS = {"header": "csv", "delimiter": "csv", "quote": "csv", "escape": "csv", "multi_line": "json"}
-_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", *_SOURCE_KEYS, *_FORMAT_KEYS)
+_TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", "max_hours_without_rows",
+               *_SOURCE_KEYS, *_FORMAT_KEYS)
 _TABLE_REQUIRED = ("name", "format", "schema", "landing")
 _EXPECTATION_KEYS = ("name", "condition", "action")
 
@@ -94,6 +96,9 @@ class TableSpec:
     escape: str = "\\"
     # format: json
     multi_line: bool = False  # each file is one JSON document (an object, or an array of objects)
+    # observability: hours this table may go without new rows before lakewatch_table_without_rows pages
+    # (None: no limit of its own; lakewatch_no_rows still watches the pipeline as a whole)
+    max_hours_without_rows: float | None = None
 
     @property
     def source_name(self) -> str:
@@ -340,6 +345,7 @@ def parse_table(path: str, index: int, data: Any) -> TableSpec:
         landing=str(data["landing"]),
         expectations=parse_expectations(name, data.get("expectations")),
         comment=data.get("comment"),
+        max_hours_without_rows=_positive_hours(name, "max_hours_without_rows", data.get("max_hours_without_rows")),
         **parse_source_options(name, data),
         **format_options,
     )
@@ -374,6 +380,15 @@ def parse_format_options(table: str, fmt: str, data: Mapping[str, Any]) -> dict[
             "reason": f"the delimiter must differ from the quote and escape characters, found {chosen} (the "
                       "escape may be the quote character, as RFC 4180 files double a quote: escape: '\"')"})
     return options
+
+
+def _positive_hours(table: str, key: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ConfigError("CONFIG_INVALID_OPTION", {"table": table, "key": key, "value": value,
+                                                    "reason": "a number of hours greater than 0 (e.g. 26 for a daily feed)"})
+    return float(value)
 
 
 def _positive_int(table: str, key: str, value: Any) -> int | None:

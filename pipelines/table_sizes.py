@@ -72,24 +72,33 @@ class IngestTable:
     name: str
     kind: str  # BRONZE, CLEAN or SINK
     source_table: str | None
+    max_hours_without_rows: float | None = None  # a bronze table's own limit (tables.yml)
 
 
 def ingest_tables(tables: Sequence[TableSpec]) -> list[IngestTable]:
     """The tables the ingest pipeline writes: each configured table's bronze and clean tables, then the
     quarantine sink."""
-    found = [IngestTable(t.bronze_name, BRONZE, t.name) for t in tables]
+    found = [IngestTable(t.bronze_name, BRONZE, t.name, t.max_hours_without_rows) for t in tables]
     found += [IngestTable(t.clean_name, CLEAN, t.name) for t in tables]
     return found + [IngestTable(CORRUPT_RECORDS_SINK, SINK, None)]
 
 
+INGEST_TABLES_COLUMNS = "table_name, table_kind, source_table, max_hours_without_rows"
+
+
 def ingest_tables_sql(tables: Sequence[TableSpec]) -> str:
-    """`(SELECT * FROM VALUES ... AS t(table_name, table_kind, source_table))`: the tables a snapshot
-    should hold, for the observability view to name those it does not."""
+    """`(SELECT * FROM VALUES ... AS t(table_name, table_kind, source_table, max_hours_without_rows))`:
+    the tables a snapshot should hold, for the observability views to name those it does not, and each
+    bronze table's limit on hours without rows (`table_freshness`)."""
     def literal(value: str | None) -> str:
         return "CAST(NULL AS STRING)" if value is None else "'" + value.replace("'", "''") + "'"
 
-    rows = ", ".join(f"({literal(t.name)}, {literal(t.kind)}, {literal(t.source_table)})" for t in ingest_tables(tables))
-    return f"(SELECT * FROM VALUES {rows} AS t(table_name, table_kind, source_table))"
+    def hours(value: float | None) -> str:
+        return "CAST(NULL AS DOUBLE)" if value is None else f"CAST({float(value)!r} AS DOUBLE)"
+
+    rows = ", ".join(f"({literal(t.name)}, {literal(t.kind)}, {literal(t.source_table)}, {hours(t.max_hours_without_rows)})"
+                     for t in ingest_tables(tables))
+    return f"(SELECT * FROM VALUES {rows} AS t({INGEST_TABLES_COLUMNS}))"
 
 
 def empty_sizes_sql() -> str:

@@ -7,15 +7,25 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from pipelines.eventlog import events as E
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
 from pipelines.observability.tables import CLOCK, TABLES
-from pipelines.table_sizes import empty_sizes_sql
+from pipelines.config import TableSpec
+from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
 NO_INGEST_TABLES = ("(SELECT CAST(NULL AS STRING) AS table_name, CAST(NULL AS STRING) AS table_kind, "
-                    "CAST(NULL AS STRING) AS source_table WHERE false)")
+                    "CAST(NULL AS STRING) AS source_table, CAST(NULL AS DOUBLE) AS max_hours_without_rows WHERE false)")
+
+
+def ingest_tables_of(limits: Mapping[str, float | None]) -> str:
+    """The ingest tables of a configuration with these tables (name -> max_hours_without_rows), as the
+    observability pipeline is given them (`table_sizes.ingest_tables_sql`)."""
+    if not limits:
+        return NO_INGEST_TABLES
+    specs = [TableSpec(name=n, format="json", columns=(), landing=n, max_hours_without_rows=h) for n, h in limits.items()]
+    return ingest_tables_sql(specs)
 
 PIPELINE = "lakewatch_ingest"
 CATALOG_SCHEMA = "main.lakewatch"
@@ -224,7 +234,8 @@ def clock_sql(now: datetime | None) -> str:
 
 def observability_views(spark: Any, updates: Sequence[Update], file_state: Sequence[tuple] = (),
                         sink: Sequence[tuple] = (), bronze: Sequence[tuple] = (),
-                        only: Sequence[str] | None = None, now: datetime | None = None) -> dict[str, str]:
+                        only: Sequence[str] | None = None, now: datetime | None = None,
+                        limits: Mapping[str, float | None] | None = None) -> dict[str, str]:
     """Registers the sources and the observability tables (all, or those `only` needs) as temporary
     views; returns the sources. The health metrics read the clock at `now` when given (a scenario
     placed around a fixed instant reads the same on any day, at any hour). Tunes the session for tiny inputs (about twice as fast here: no
@@ -237,7 +248,7 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
     spark.createDataFrame(list(bronze), BRONZE_DDL).createOrReplaceTempView("t_bronze")
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze",
                # no size snapshots, no ingest tables expected (tests/unit/test_table_sizes.py has its own)
-               "table_sizes": empty_sizes_sql(), "ingest_tables": NO_INGEST_TABLES, "now": clock_sql(now)}
+               "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now)}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.
@@ -253,10 +264,11 @@ class Inputs:
     file_state: list[tuple] = field(default_factory=list)
     bronze: list[tuple] = field(default_factory=list)
     sink: list[tuple] = field(default_factory=list)
+    limits: dict[str, float | None] = field(default_factory=dict)  # configured tables: max_hours_without_rows
 
     def views(self, spark: Any, only: Sequence[str] | None = None, now: datetime | None = None) -> dict[str, str]:
         return observability_views(spark, self.updates, file_state=self.file_state, sink=self.sink,
-                                   bronze=self.bronze, only=only, now=now)
+                                   bronze=self.bronze, only=only, now=now, limits=self.limits)
 
 
 def full_refresh_story(now: datetime, databricks: bool = False) -> tuple[Inputs, Inputs]:

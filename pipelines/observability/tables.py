@@ -67,6 +67,7 @@ from typing import Mapping, Sequence
 from pipelines import anomalies as A
 from pipelines import insights as I
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES, TERMINAL_UPDATE_STATES
+from pipelines.table_sizes import BRONZE
 
 
 def sql_list(values: Sequence[str]) -> str:
@@ -1411,6 +1412,66 @@ WHERE e.table_name NOT IN (SELECT table_name FROM {{table_sizes}} WHERE table_na
     partition_cols=("snapshot_date",),
 )
 
+# A bronze flow's rows in one incremental update: true (rows written), false (a measured 0, or the flow
+# did not run a micro-batch), NULL (a micro-batch without a row count: whether rows came is unknown).
+_WROTE_ROWS = """CASE WHEN coalesce(f.rows_written, 0) > 0 THEN true
+                WHEN f.unmeasured_batches > 0 THEN CAST(NULL AS BOOLEAN)
+                ELSE false END"""
+
+TABLE_FRESHNESS = _table(
+    "table_freshness",
+    "One row per configured ingest table: since when it has received no rows, and the hours it may go "
+    "without (max_hours_without_rows in the table configuration). Walking back from the newest "
+    "incremental update that ran its bronze flow, updates that wrote a measured 0 are passed over; the "
+    "first other decides: rows written (silent since it ended) or a micro-batch without a row count "
+    "(not known: silent_since NULL, reason says why). A table that never got rows is silent since the "
+    "first update that ran its flow. Full refreshes are left out: they write old files' rows again.",
+    [
+        ("table_name", "STRING", "Configured table name"),
+        ("bronze_table", "STRING", "Its bronze streaming table (the flow of the same name)"),
+        ("max_hours_without_rows", "DOUBLE", "Hours it may go without new rows (NULL: no limit of its own)"),
+        ("last_rows_update_id", "STRING", "The newest incremental update whose bronze flow wrote rows"),
+        ("last_rows_at", "TIMESTAMP", "When that update ended (NULL: no update wrote rows)"),
+        ("first_run_at", "TIMESTAMP", "When the first incremental update that ran its bronze flow started"),
+        ("silent_since", "TIMESTAMP", "Since when no rows arrived: last_rows_at, or first_run_at when none ever "
+         "did; NULL when not known"),
+        ("reason", "STRING", "Why silent_since is NULL (NULL when measured)"),
+    ],
+    f"""
+WITH configured AS (
+  SELECT source_table AS table_name, table_name AS bronze_table, max_hours_without_rows
+  FROM {{ingest_tables}} WHERE table_kind = '{BRONZE}'
+),
+runs AS (
+  SELECT c.table_name, u.update_id, u.start_time, coalesce(u.end_time, u.start_time) AS at,
+         {_WROTE_ROWS} AS ingested,
+         concat('update ', u.update_id, ': ', CAST(f.unmeasured_batches AS STRING),
+                ' micro-batch(es) without a row count') AS why
+  FROM configured c
+  JOIN flow_throughput f ON f.flow_name = c.bronze_table
+  JOIN update_status u ON u.update_id = f.update_id
+  WHERE u.full_refresh IS NOT TRUE
+),
+judged AS (
+  SELECT table_name,
+         max(at) FILTER (WHERE ingested) AS last_rows_at,
+         max_by(update_id, at) FILTER (WHERE ingested) AS last_rows_update_id,
+         min(start_time) AS first_run_at,
+         max_by(ingested, at) FILTER (WHERE ingested IS NOT FALSE) IS NULL AND count_if(ingested IS NULL) > 0
+           AS newest_unknown,
+         max_by(why, at) FILTER (WHERE ingested IS NULL) AS unknown_why
+  FROM runs GROUP BY table_name
+)
+SELECT c.table_name, c.bronze_table, c.max_hours_without_rows, j.last_rows_update_id, j.last_rows_at, j.first_run_at,
+       CASE WHEN j.newest_unknown IS FALSE THEN coalesce(j.last_rows_at, j.first_run_at) END AS silent_since,
+       CASE WHEN j.table_name IS NULL THEN 'no incremental update has run its bronze flow yet'
+            WHEN j.newest_unknown THEN concat('rows not known for the last update that did not write a measured 0 (',
+                                              j.unknown_why, ')') END AS reason
+FROM configured c LEFT JOIN judged j ON j.table_name = c.table_name
+""",
+)
+
+
 # -- health metrics: one SELECT per metric, each (metric_name, metric_value, reason) ---------------
 # The clock the metrics read ("today", "the last 24 hours", "hours since"): the `{now}` placeholder.
 CLOCK = "current_timestamp()"
@@ -1443,6 +1504,10 @@ def _hours_since(timestamp: str) -> str:
 # not known (`ingested` NULL; max_by is NULL too when every update wrote 0, hence the count).
 _NEWEST_ROWS_UNKNOWN = ("(max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL "
                         "AND count_if(d.ingested IS NULL) > 0)")
+
+_QUIET = ("max_hours_without_rows IS NOT NULL AND silent_since IS NOT NULL AND "
+          + _hours_since("silent_since") + " > max_hours_without_rows")
+_LIMITED_UNKNOWN = "max_hours_without_rows IS NOT NULL AND silent_since IS NULL"
 
 _METRICS = [
     _m("errors_today", "count(*)", "NULL",
@@ -1603,6 +1668,13 @@ _METRICS = [
        "CASE WHEN count(l.update_id) > 0 THEN count(a.metric) END",
        "CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet' END",
        "last_incremental l LEFT JOIN anomalies a ON a.update_id = l.update_id"),
+    # Tables beyond their own max_hours_without_rows: one feed that stopped while the others flow. A
+    # table past its limit is counted even when another's silence is not known; 0 only when all are known.
+    _m("tables_without_rows",
+       f"CASE WHEN count_if({_QUIET}) > 0 OR count_if({_LIMITED_UNKNOWN}) = 0 THEN count_if({_QUIET}) END",
+       f"""CASE WHEN count_if({_QUIET}) = 0 AND count_if({_LIMITED_UNKNOWN}) > 0 THEN concat('not known for: ',
+                 {_unknown_for(f"CASE WHEN {_LIMITED_UNKNOWN} THEN concat(table_name, ' (', reason, ')') END")}) END""",
+       "table_freshness"),
     _m("metrics_missing", "max(g.metrics_missing)",
        f"CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}' END",
        "last_update l LEFT JOIN measurement_gaps g ON g.update_id = l.update_id"),
@@ -1675,6 +1747,7 @@ TABLES: tuple[ObservabilityTable, ...] = (
     RECONCILIATION,
     MEASUREMENT_GAPS,
     TABLE_GROWTH,
+    TABLE_FRESHNESS,
     HEALTH_METRICS,
 )
 
@@ -1686,7 +1759,8 @@ HEALTH_METRIC_NAMES = (
     "errors_today", "failed_updates_today", "last_update_failed", "last_update_duration_seconds",
     "last_update_duration_vs_median", "rows_last_update", "hours_since_rows_ingested", "lowest_pass_rate_today", "backlog_files",
     "backlog_bytes", "backlog_growth_streak", "duration_week_over_week_change", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
-    "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "metrics_missing", "files_not_reconciled",
+    "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "tables_without_rows", "metrics_missing",
+    "files_not_reconciled",
 )
 
 

@@ -172,6 +172,21 @@ def idle_after_recent_rows() -> Inputs:
     return history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0))
 
 
+def one_table_quiet() -> Inputs:
+    """orders got rows in every update; customers (limit 24 hours) last got rows 30 hours ago."""
+    fed = completed_update("fed", ago(hours=30), rows=100, clean_failed=0)
+    fed.ran("customers_bronze", 3, 20, 40, batch_id=0)
+    last = completed_update("last", ago(minutes=5), rows=100, clean_failed=0)
+    last.ran("customers_bronze", 3, 20, 0, batch_id=0)
+    return Inputs([fed, last], limits={"orders": 24, "customers": 24})
+
+
+def every_table_within_its_limit() -> Inputs:
+    inputs = one_table_quiet()
+    inputs.limits["customers"] = 48  # a feed that lands every other day
+    return inputs
+
+
 def stalled() -> Inputs:
     """Completed long ago; since then only updates that never finish successfully (canceled)."""
     old = completed_update("old", ago(hours=30), duration=60, rows=100)
@@ -205,6 +220,7 @@ SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     "lakewatch_backlog_bytes": (huge_backlog, healthy),
     "lakewatch_backlog_growing": (growing_backlog, up_and_down_backlog),
     "lakewatch_duration_trend": (slower_each_week, steady_weeks),
+    "lakewatch_table_without_rows": (one_table_quiet, every_table_within_its_limit),
 }
 
 

@@ -223,6 +223,12 @@ def test_max_bytes_per_trigger_is_bytes_or_a_byte_string(tmp_path, value, size):
     assert load_tables(write(tmp_path, with_options(text))).table("orders").max_bytes_per_trigger == size
 
 
+@pytest.mark.parametrize("value, hours", [("26", 26.0), ("0.5", 0.5), (None, None)])
+def test_max_hours_without_rows_is_a_number_of_hours(tmp_path, value, hours):
+    text = f"max_hours_without_rows: {value}\n" if value is not None else ""
+    assert load_tables(write(tmp_path, with_options(text))).table("orders").max_hours_without_rows == hours
+
+
 def test_a_bare_yaml_off_is_clean_source_off(tmp_path):
     assert load_tables(write(tmp_path, with_options("clean_source: off\n"))).table("orders").clean_source == "OFF"
 
@@ -233,6 +239,10 @@ def test_a_bare_yaml_off_is_clean_source_off(tmp_path):
     ("max_bytes_per_trigger: 0\n", "CONFIG_INVALID_OPTION", "a positive number of bytes"),
     ("max_bytes_per_trigger: true\n", "CONFIG_INVALID_OPTION", "a positive number of bytes"),
     ("use_notifications: 'yes'\n", "CONFIG_INVALID_OPTION", "use_notifications is 'yes'; it must be true or false"),
+    ("max_hours_without_rows: 0\n", "CONFIG_INVALID_OPTION", "a number of hours greater than 0"),
+    ("max_hours_without_rows: 1 day\n", "CONFIG_INVALID_OPTION", "max_hours_without_rows is '1 day'"),
+    ("max_hours_without_rows: .nan\n", "CONFIG_INVALID_OPTION", "a number of hours greater than 0"),
+    ("max_hours_without_rows: true\n", "CONFIG_INVALID_OPTION", "a number of hours greater than 0"),
     ("use_notifications: true\nuse_managed_file_events: true\n", "CONFIG_CONFLICTING_OPTIONS",
      "use_notifications and use_managed_file_events cannot both be set"),
     ("clean_source: archive\n", "CONFIG_INVALID_OPTION", "one of off, delete or move"),
