@@ -104,8 +104,9 @@ class LocalProject:
     def connection_lost(self) -> Exception | None:
         """What an error while connected most likely comes from, when the connection is gone:
         ENGINE_STOPPED when this command's local engine died, REMOTE_UNREACHABLE when a `--remote`
-        endpoint stopped answering, REMOTE_SESSION_LOST when it restarted; else None. The update this command was running then carries the
-        cause, for the command that closes it (see inflight.note_stop)."""
+        endpoint stopped answering, REMOTE_SESSION_LOST when it restarted; else None. The update this
+        command was running then carries the cause, for the command that closes it (see
+        inflight.note_stop)."""
         from pipelines.errors import LakewatchError
         from pipelines.local import engine, inflight, retries
 
