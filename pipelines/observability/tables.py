@@ -39,7 +39,8 @@ Kinds of table, and what is incremental where
   ranks, collect_set/ORDER BY ... LIMIT or non-Delta inputs (`landing_files` reads `cloud_files_state`
   and the landing files, so it and `reconciliation` are recomputed; `update_status_daily`,
   `ingestion_latency_hourly`, `ingestion_latency_by_update`, `expectation_results_weekly`,
-  `flow_bottlenecks`, `quarantine_daily`, `anomalies`, `table_growth`, `health_metrics`). Which technique a refresh used is in the
+  `flow_bottlenecks`, `quarantine_daily`, `anomalies`, `table_growth`, `table_freshness` (max_by, and
+  `{ingest_tables}` is a VALUES list), `health_metrics`). Which technique a refresh used is in the
   observability pipeline's own event log (`planning_information` events).
 - `quarantine_deliveries` is a pipeline-private temporary view (the sink is small: corrupt lines only).
 
