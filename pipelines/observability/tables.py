@@ -1413,6 +1413,13 @@ WHERE e.table_name NOT IN (SELECT table_name FROM {{table_sizes}} WHERE table_na
     partition_cols=("snapshot_date",),
 )
 
+def _newest_rows_unknown(alias: str = "") -> str:
+    """Whether the newest update (by `at`) that did not write a measured 0 has a row count that is not
+    known (`ingested` NULL); max_by is NULL too when every update wrote 0, hence the count."""
+    return (f"(max_by({alias}ingested, {alias}at) FILTER (WHERE {alias}ingested IS NOT FALSE) IS NULL "
+            f"AND count_if({alias}ingested IS NULL) > 0)")
+
+
 # A bronze flow's rows in one incremental update: true (rows written), false (a measured 0, or the flow
 # did not run a micro-batch), NULL (a micro-batch without a row count: whether rows came is unknown).
 _WROTE_ROWS = """CASE WHEN coalesce(f.rows_written, 0) > 0 THEN true
@@ -1458,8 +1465,7 @@ judged AS (
          max(at) FILTER (WHERE ingested) AS last_rows_at,
          max_by(update_id, at) FILTER (WHERE ingested) AS last_rows_update_id,
          min(start_time) AS first_run_at,
-         max_by(ingested, at) FILTER (WHERE ingested IS NOT FALSE) IS NULL AND count_if(ingested IS NULL) > 0
-           AS newest_unknown,
+         {_newest_rows_unknown()} AS newest_unknown,
          max_by(why, at) FILTER (WHERE ingested IS NULL) AS unknown_why
   FROM runs GROUP BY table_name
 )
@@ -1500,11 +1506,6 @@ def _hours_since(timestamp: str) -> str:
     """Hours from `timestamp` (a SQL expression) to the metrics' clock."""
     return f"(unix_millis({{now}}) - unix_millis({timestamp})) / 3600000.0"
 
-
-# hours_since_rows_ingested: the newest update that did not write a measured 0 has a row count that is
-# not known (`ingested` NULL; max_by is NULL too when every update wrote 0, hence the count).
-_NEWEST_ROWS_UNKNOWN = ("(max_by(d.ingested, d.at) FILTER (WHERE d.ingested IS NOT FALSE) IS NULL "
-                        "AND count_if(d.ingested IS NULL) > 0)")
 
 _QUIET = ("max_hours_without_rows IS NOT NULL AND silent_since IS NOT NULL AND "
           + _hours_since("silent_since") + " > max_hours_without_rows")
@@ -1555,10 +1556,10 @@ _METRICS = [
     # is left out: it writes old files' rows again. With no update that wrote rows, the clock runs
     # from the first update.
     _m("hours_since_rows_ingested",
-       f"""CASE WHEN count(*) = 0 OR {_NEWEST_ROWS_UNKNOWN} THEN NULL
+       f"""CASE WHEN count(*) = 0 OR {_newest_rows_unknown("d.")} THEN NULL
                 ELSE {_hours_since("coalesce(max(d.at) FILTER (WHERE d.ingested), min(d.start_time))")} END""",
        f"""CASE WHEN count(*) = 0 THEN 'no ingest update has run yet'
-               WHEN {_NEWEST_ROWS_UNKNOWN}
+               WHEN {_newest_rows_unknown("d.")}
                  THEN concat('rows not known for update ', max_by(d.update_id, d.at) FILTER (WHERE d.ingested IS NULL),
                              ', the last that did not write a measured 0: ',
                              max_by(d.why, d.at) FILTER (WHERE d.ingested IS NULL)) END""",
