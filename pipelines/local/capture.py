@@ -33,16 +33,26 @@ def _parse_time(text: str) -> datetime:
 
 
 class ProgressCollector(StreamingQueryListener):
-    """Thread-safe list of batch progress; `on_batch` runs in the listener thread when a batch ends."""
+    """Thread-safe list of batch progress; `on_batch` runs in the listener thread when a batch ends,
+    `on_started` (query name) and `on_ended` (query name, its exception or None) when a query starts
+    and terminates."""
 
-    def __init__(self, on_batch: Callable[[BatchProgress], dict[str, Any]] | None = None) -> None:
+    def __init__(self, on_batch: Callable[[BatchProgress], dict[str, Any]] | None = None,
+                 on_started: Callable[[str], None] | None = None,
+                 on_ended: Callable[[str, str | None], None] | None = None) -> None:
         self._lock = threading.Lock()
         self.batches: list[BatchProgress] = []
         self.errors: list[str] = []
         self._on_batch = on_batch
+        self._on_started = on_started
+        self._on_ended = on_ended
+        self._names: dict[str, str] = {}  # run id -> query name (a termination event has no name)
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's listener API)
-        pass
+        name = event.name or ""
+        with self._lock:
+            self._names[str(event.runId)] = name
+        self._call("started", self._on_started, name)
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
         try:
@@ -79,7 +89,19 @@ class ProgressCollector(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        pass
+        with self._lock:
+            name = self._names.pop(str(event.runId), None)
+        if name is not None:
+            self._call("ended", self._on_ended, name, event.exception)
+
+    def _call(self, what: str, callback: Callable[..., None] | None, name: str, *args: Any) -> None:
+        if callback is None:
+            return
+        try:
+            callback(name, *args)
+        except Exception as e:  # noqa: BLE001 (a listener must not kill the listener bus)
+            with self._lock:
+                self.errors.append(f"after {name} {what}: {type(e).__name__}: {e}")
 
     def snapshot(self) -> list[BatchProgress]:
         with self._lock:

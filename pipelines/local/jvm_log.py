@@ -4,9 +4,9 @@ SDP's event stream says that a flow failed and gives the error text, but not the
 its log does (`ERROR TriggeredGraphExecution: Flow `x` failed` followed by the exception and its
 `Caused by:` chain), which is what the event log's `error.exceptions` holds on Databricks.
 
-The stream can also lose a flow's COMPLETED event (see `runner.Update.recover_lost_completions`);
-the log still has the moment SDP's scheduler saw the flow complete
-(`INFO TriggeredGraphExecution: Flow `x` has COMPLETED in TriggeredFlowExecution.`).
+The stream can also lose a flow's COMPLETED or last FAILED event (see
+`runner.Update.recover_lost_outcomes`); the log still has the moment SDP's scheduler saw the flow
+complete (`INFO TriggeredGraphExecution: Flow `x` has COMPLETED in TriggeredFlowExecution.`) or fail.
 """
 
 from __future__ import annotations
@@ -44,18 +44,40 @@ def size(log_file: Path | None) -> int:
     return log_file.stat().st_size if log_file is not None and log_file.is_file() else 0
 
 
-def flow_exceptions(text: str) -> dict[str, list[JvmException]]:
-    """Flow name (last part) -> exception chain (outermost first) of its last logged failure."""
-    result: dict[str, list[JvmException]] = {}
+@dataclass(frozen=True)
+class LoggedOutcome:
+    """A flow's last terminal line in the log: COMPLETED, or FAILED with its exception chain."""
+    status: str  # COMPLETED or FAILED
+    at: datetime  # UTC
+    chain: tuple[JvmException, ...] = ()
+
+
+def _at(header: re.Match[str]) -> datetime:
+    return datetime.strptime(header.group("at"), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+
+
+def _flow(raw: str) -> str:
+    return raw.split(".")[-1].strip("`'")
+
+
+def _entries(text: str) -> list[tuple[str, LoggedOutcome]]:
+    """(flow name's last part, outcome) for each completion or failure line, in log order."""
+    entries: list[tuple[str, LoggedOutcome]] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
         header = _HEADER.match(lines[i])
-        failed = _FLOW_FAILED.search(header.group("message")) if header else None
         i += 1
+        if not header:
+            continue
+        message = header.group("message")
+        completed = _FLOW_COMPLETED.match(message)
+        if completed:
+            entries.append((_flow(completed.group("flow")), LoggedOutcome("COMPLETED", _at(header))))
+            continue
+        failed = _FLOW_FAILED.search(message)
         if not failed:
             continue
-        flow = (failed.group("flow") or failed.group("flow2") or "").split(".")[-1].strip("`'")
         chain: list[JvmException] = []
         while i < len(lines) and not _HEADER.match(lines[i]):
             line = lines[i]
@@ -65,19 +87,28 @@ def flow_exceptions(text: str) -> dict[str, list[JvmException]]:
                 if match:
                     chain.append(JvmException(match.group("cls"), (match.group("msg") or "").strip()))
             i += 1
-        if chain:
-            result[flow] = chain
+        flow = _flow(failed.group("flow") or failed.group("flow2") or "")
+        entries.append((flow, LoggedOutcome("FAILED", _at(header), tuple(chain))))
+    return entries
+
+
+def flow_exceptions(text: str) -> dict[str, list[JvmException]]:
+    """Flow name (last part) -> exception chain (outermost first) of its last logged failure."""
+    result: dict[str, list[JvmException]] = {}
+    for flow, outcome in _entries(text):
+        if outcome.status == "FAILED" and outcome.chain:
+            result[flow] = list(outcome.chain)
     return result
 
 
-def flow_completions(text: str) -> dict[str, datetime]:
-    """Flow name (last part) -> when SDP's scheduler last logged it COMPLETED (UTC)."""
-    result: dict[str, datetime] = {}
-    for line in text.splitlines():
-        header = _HEADER.match(line)
-        completed = _FLOW_COMPLETED.match(header.group("message")) if header else None
-        if completed:
-            flow = completed.group("flow").split(".")[-1].strip("`'")
-            at = datetime.strptime(header.group("at"), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
-            result[flow] = at
+def flow_outcomes(text: str, since: datetime) -> dict[str, LoggedOutcome]:
+    """Flow name (last part) -> its last completion or failure line logged at or after `since`.
+
+    A flow retried after a failure and then completed ends COMPLETED; a completion followed by a
+    failure ends FAILED. Lines before `since` (an earlier update's, in a log the engine keeps across
+    updates) are left out."""
+    result: dict[str, LoggedOutcome] = {}
+    for flow, outcome in _entries(text):
+        if outcome.at >= since:
+            result[flow] = outcome
     return result

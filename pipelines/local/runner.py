@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
@@ -33,9 +35,11 @@ from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWri
 from pipelines.local import checkpoints as C
 from pipelines.local import codegen, inflight, jvm_log, measure, polling
 from pipelines.local.capture import BatchProgress, ProgressCollector, session_relay
+from pipelines.local.completion_gate import CompletionGate
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
-from pipelines.local.sdp_events import SdpEvent, error_class, lost_completions, parse, short_name
+from pipelines.local.sdp_events import (FlowSeen, SdpEvent, error_class, lost_outcomes, outcome_is_older, parse,
+                                       short_name)
 from pipelines.local.session import LocalSpark
 
 FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
@@ -62,6 +66,7 @@ class FlowResult:
     rows_written: int | None = None
     error: str | None = None
     ended_at: datetime | None = None  # when SDP reported its final state
+    seen_at: datetime | None = None  # its last event's time
     exceptions: list[jvm_log.JvmException] = field(default_factory=list)
 
     @property
@@ -176,6 +181,8 @@ class _Update:
         self.collector: ProgressCollector | None = None
         self.log_offset = jvm_log.size(runner.local.log_file)
         self.flow_status: dict[str, FlowResult] = {}
+        self.gate = CompletionGate(self.is_streaming_flow)
+        self.events_lock = threading.RLock()  # SDP's events and the query listener's both apply events
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
         self.run_status: SdpEvent | None = None  # SDP's last "Run is ..." event
@@ -381,7 +388,8 @@ class _Update:
             self.record.materialized_views = self.materialized_views()
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
-            self.collector = ProgressCollector(on_batch=self.record_batch)
+            self.collector = ProgressCollector(on_batch=self.record_batch, on_started=self.gate.query_started,
+                                               on_ended=self.query_ended)
             relay = session_relay(self.spark)
             relay.attach(self.collector)
         run_started = time.monotonic()
@@ -402,31 +410,68 @@ class _Update:
         finally:
             self.clock.spans.append(("pipeline run (setup and flows)", time.monotonic() - run_started))
             try:
-                self.recover_lost_completions()
-            except Exception as e:  # noqa: BLE001 (a measurement; the run's own outcome stands)
-                self.warn("lost flow events", _one_line(_error_text(e)))
-            try:
                 with self.clock("wait for progress events"):
                     self.wait_for_progress()
             finally:
+                try:
+                    logged = jvm_log.flow_outcomes(jvm_log.read_since(self.runner.local.log_file, self.log_offset),
+                                                   since=self.started_at)
+                    self.settle_held_completions(logged)
+                    self.recover_lost_outcomes(logged)
+                except Exception as e:  # noqa: BLE001 (a measurement; the run's own outcome stands)
+                    self.warn("lost flow events", _one_line(_error_text(e)))
                 relay.detach()  # not removeListener: see capture.ListenerRelay
+            for dropped in self.gate.dropped:
+                self.say(f"    note: {short_name(dropped.event.flow or '')}: SDP's COMPLETED event left out, "
+                         f"{dropped.reason} (SDP records a streaming flow COMPLETED whenever its query ends)")
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming progress event could not be read: {problem}")
 
-    def recover_lost_completions(self) -> None:
-        """Writes the COMPLETED events SDP's stream lost (`sdp_events.lost_completions`), so a flow that
-        completed is not left RUNNING in the event log, nor a materialized view it refreshed taken
-        for unrefreshed and rolled back."""
+    def query_ended(self, query_name: str, exception: str | None) -> None:
+        """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied
+        now when it ended without an exception (`completion_gate`)."""
+        released = self.gate.query_terminated(query_name, exception)
+        if released is not None:
+            with self.events_lock:
+                self.apply_sdp_event(released)
+
+    def settle_held_completions(self, logged: Mapping[str, jvm_log.LoggedOutcome]) -> None:
+        """When the run is over, a COMPLETED still held (its query's end never reached the listener) is
+        applied unless the flow failed after all: its query ended with an exception, or the engine log's
+        last outcome for it in this update is a failure."""
+        for event in self.gate.take_held():
+            flow = short_name(event.flow or "")
+            result = self.flow_status.get(event.flow or "")
+            line = logged.get(flow)
+            failed_in_log = (line is not None and line.status == "FAILED" and result is not None
+                             and not outcome_is_older(line, result.seen_at))
+            if self.gate.ended_with_exception(flow) or failed_in_log:
+                self.gate.drop(event, "the flow failed")
+                continue
+            with self.events_lock:
+                self.apply_sdp_event(event)
+
+    def recover_lost_outcomes(self, logged: Mapping[str, jvm_log.LoggedOutcome]) -> None:
+        """Writes the COMPLETED and FAILED events SDP's stream lost (`sdp_events.lost_outcomes`), so a
+        flow that ended is not left RUNNING in the event log, a materialized view it refreshed taken
+        for unrefreshed and rolled back, nor a failed flow missing from the update's failures."""
         run = self.run_status
-        logged = jvm_log.flow_completions(jvm_log.read_since(self.runner.local.log_file, self.log_offset))
-        statuses = {name: result.status for name, result in self.flow_status.items()}
-        for event in lost_completions(statuses, run.run_status if run else None, logged,
-                                      run.timestamp if run else now()):
-            self.say(f"    note: the engine's COMPLETED event of {short_name(event.flow or '')} was lost "
+        seen = {name: FlowSeen(result.status, result.seen_at or self.started_at)
+                for name, result in self.flow_status.items()}
+        for event in lost_outcomes(seen, run.run_status if run else None, logged, run.timestamp if run else now()):
+            self.say(f"    note: the engine's {event.status} event of {short_name(event.flow or '')} was lost "
                      "(sent after the run closed its event stream); written from the engine log")
-            self.on_sdp_event(event)
+            with self.events_lock:
+                self.apply_sdp_event(event)
 
     def on_sdp_event(self, event: SdpEvent) -> None:
+        """One event of SDP's stream, through the gate for streaming flows' COMPLETED events."""
+        with self.events_lock:
+            before = self.flow_status.get(event.flow) if event.flow else None
+            for passed in self.gate.offer(event, before.status if before else None):
+                self.apply_sdp_event(passed)
+
+    def apply_sdp_event(self, event: SdpEvent) -> None:
         self.sdp_events.append(event)
         if event.run_status is not None:
             self.run_status = event
@@ -438,6 +483,7 @@ class _Update:
             self.write_definitions()
         current = self.flow_status.setdefault(event.flow, FlowResult(event.flow, event.status or ""))
         current.status = event.status or current.status
+        current.seen_at = event.timestamp
         if event.status == "FAILED":
             current.error = event.error
         if event.status in TERMINAL_FLOW_STATES:
@@ -447,6 +493,11 @@ class _Update:
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
             detail = f": {_one_line(_databricks_message(event.error))[:200]}" if event.status == "FAILED" and event.error else ""
             self.say(f"    {event.timestamp:%H:%M:%S}  {short_name(event.flow):<40} {event.status}{detail}")
+
+    def is_streaming_flow(self, flow_short: str) -> bool:
+        """A flow that runs as a streaming query (it reads a stream), by its last name part."""
+        flow = self.registry.flows.get(flow_short) if self.registry is not None else None
+        return flow is not None and flow.streaming_inputs
 
     # -- measurements --------------------------------------------------------------------------
     def flow_target(self, flow_short: str) -> tuple[str | None, bool]:

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from pipelines.local.jvm_log import LoggedOutcome
+
 _NAME = r"'(?P<q>[^']+)'|(?P<u>\S+)"
 _PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = (
     (re.compile(rf"^Flow (?:{_NAME}) has FAILED more than \d+ times and will not be restarted\."), "FAILED"),
@@ -90,24 +92,47 @@ def parse(timestamp: datetime, message: str) -> SdpEvent:
 UNFINISHED = ("QUEUED", "PLANNING", "STARTING", "RUNNING")
 
 
-def lost_completions(statuses: Mapping[str, str], run_status: str | None, logged: Mapping[str, datetime],
-                     run_ended: datetime) -> list[SdpEvent]:
-    """The COMPLETED events the stream lost, for flows (SDP name -> last status seen) of a run.
+def outcome_is_older(line: LoggedOutcome, seen_at: datetime | None) -> bool:
+    """Whether a logged outcome came before the flow's last event (an earlier attempt's); the log
+    keeps milliseconds, so a line in the same millisecond is not older."""
+    return seen_at is not None and line.at < seen_at.replace(microsecond=seen_at.microsecond // 1000 * 1000)
+
+
+@dataclass(frozen=True)
+class FlowSeen:
+    """A flow's last status on the stream, and when."""
+    status: str
+    at: datetime
+
+
+def lost_outcomes(flows: Mapping[str, FlowSeen], run_status: str | None, logged: Mapping[str, LoggedOutcome],
+                  run_ended: datetime) -> list[SdpEvent]:
+    """The terminal events the stream lost, for flows (SDP name -> last status seen) of a run.
 
     Open-source SDP 4.2 logs a flow's COMPLETED event from a callback: a batch flow's future
     completion, a streaming flow's query listener. Its scheduler does not wait for that callback, so
     when a run's last flows finish, the run can end and close its event stream first; the event is
     then dropped (the engine log says STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN). Measured on small
-    ingest updates: 4 of 31. A flow still seen unfinished completed when the engine logged its
-    completion (`logged`, by last name part): at that time. In a COMPLETED run it completed even
-    without that line (a failed or skipped flow fails the run): at the run's end. Otherwise (a run
-    that failed, no line) its outcome is not known and nothing is said.
+    ingest updates: 4 of 31. A flow's last FAILED event, which ends the run, can be dropped the same
+    way. A flow still seen unfinished ended as the engine logged it (`logged`, by last name part, its
+    last completion or failure line of this update), when that line is not older than the flow's last
+    event: COMPLETED, or FAILED with the logged exception. With no such line, in a COMPLETED run it
+    completed (a failed or skipped flow fails the run): at the run's end. Otherwise (a run that
+    failed, no line) its outcome is not known and nothing is said.
     """
     events = []
-    for name, status in statuses.items():
-        if status not in UNFINISHED:
+    for name, seen in flows.items():
+        if seen.status not in UNFINISHED:
             continue
-        at = logged.get(short_name(name)) or (run_ended if run_status == "COMPLETED" else None)
+        line = logged.get(short_name(name))
+        if line is not None and outcome_is_older(line, seen.at):
+            line = None  # an earlier attempt's outcome: the flow restarted since
+        if line is not None and line.status == "FAILED":
+            error = line.chain[0].message if line.chain else None
+            events.append(SdpEvent(line.at, f"Flow {name} has FAILED.", flow=name, status="FAILED",
+                                   error=error, final=True))
+            continue
+        at = line.at if line is not None else (run_ended if run_status == "COMPLETED" else None)
         if at is not None:
             events.append(SdpEvent(at, f"Flow {name} has COMPLETED.", flow=name, status="COMPLETED"))
     return events

@@ -76,7 +76,7 @@ def test_every_update_has_exactly_one_terminal_state(tables, log):
 
 @pytest.mark.parametrize("log", ["lakewatch_ingest_event_log", "lakewatch_observability_event_log"])
 def test_every_flow_of_a_completed_update_ends_completed(tables, log):
-    # SDP's stream can drop a flow's COMPLETED event when the run ends first (sdp_events.lost_completions):
+    # SDP's stream can drop a flow's COMPLETED event when the run ends first (sdp_events.lost_outcomes):
     # the flow must still end COMPLETED in the event log, not stay RUNNING in a completed update.
     rows = tables.sql(
         """WITH flows AS (
@@ -91,6 +91,23 @@ def test_every_flow_of_a_completed_update_ends_completed(tables, log):
     ).collect()
     assert rows
     assert [(r["u"], r["f"], sorted(r["statuses"])) for r in rows if "COMPLETED" not in r["statuses"]] == []
+
+
+def test_the_flow_that_failed_has_no_completed_event_in_its_update(tables):
+    # Open-source SDP records a streaming flow COMPLETED whenever its query ends, also with an
+    # exception (completion_gate): no attempt of the failed bronze flow may show as COMPLETED.
+    rows = tables.sql(
+        """WITH failed AS (
+             SELECT origin.update_id AS u FROM {log}
+             WHERE event_type = 'update_progress' AND get_json_object(details, '$.update_progress.state') = 'FAILED')
+           SELECT get_json_object(details, '$.flow_progress.status') AS status, level FROM {log} e JOIN failed f
+             ON e.origin.update_id = f.u
+           WHERE event_type = 'flow_progress' AND origin.flow_name LIKE '%orders_bronze' AND level <> 'METRICS'
+           ORDER BY timestamp, sequence.data_plane_id.seq_no""",
+        log="lakewatch_ingest_event_log",
+    ).collect()
+    statuses = [r["status"] for r in rows]
+    assert statuses.count("FAILED") >= 1 and "COMPLETED" not in statuses and statuses[-1] == "FAILED"
 
 
 def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and_the_cause(tables):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from pipelines.local.jvm_log import flow_completions, flow_exceptions
+from pipelines.local.jvm_log import LoggedOutcome, flow_exceptions, flow_outcomes
 
 LOG = """\
 2026-11-29 14:18:50.101 INFO TriggeredGraphExecution: Flow `orders` is starting
@@ -48,15 +48,51 @@ org.apache.spark.SparkIllegalStateException: [SPARK_CONNECT_ILLEGAL_STATE.STREAM
 """
 
 
+EARLY = datetime(2026, 12, 3, tzinfo=timezone.utc)
+
+
 def test_completions_by_last_name_part_at_the_logged_utc_time():
-    assert flow_completions(COMPLETIONS) == {
-        "orders_to_corrupt_records_sink": datetime(2026, 12, 3, 0, 30, 28, 471000, tzinfo=timezone.utc),
-        "orders": datetime(2026, 12, 3, 0, 30, 28, 506000, tzinfo=timezone.utc),
+    assert flow_outcomes(COMPLETIONS, since=EARLY) == {
+        "orders_to_corrupt_records_sink": LoggedOutcome("COMPLETED", datetime(2026, 12, 3, 0, 30, 28, 471000, tzinfo=timezone.utc)),
+        "orders": LoggedOutcome("COMPLETED", datetime(2026, 12, 3, 0, 30, 28, 506000, tzinfo=timezone.utc)),
     }
 
 
 def test_a_flow_completed_twice_keeps_its_last_completion():
     again = COMPLETIONS + ("2026-12-03 00:31:00.000 INFO TriggeredGraphExecution: "
                            "Flow `spark_catalog`.`lakewatch`.`orders` has COMPLETED in TriggeredFlowExecution.\n")
-    assert flow_completions(again)["orders"] == datetime(2026, 12, 3, 0, 31, tzinfo=timezone.utc)
-    assert flow_completions(LOG) == {}  # a started or failed flow is not a completion
+    assert flow_outcomes(again, since=EARLY)["orders"].at == datetime(2026, 12, 3, 0, 31, tzinfo=timezone.utc)
+
+
+def test_failures_are_outcomes_with_their_exception_chain():
+    outcomes = flow_outcomes(LOG, since=datetime(2026, 11, 29, tzinfo=timezone.utc))
+    assert set(outcomes) == {"orders_bronze", "sink_flow", "retried"}  # a started flow has no outcome yet
+    bronze = outcomes["orders_bronze"]
+    assert (bronze.status, bronze.at) == ("FAILED", datetime(2026, 11, 29, 14, 18, 50, 990000, tzinfo=timezone.utc))
+    assert [e.class_name for e in bronze.chain][-1] == "java.io.EOFException"
+
+
+# The demo's engine log on the day the bronze flow's FAILED event was recorded COMPLETED: the same
+# engine ran two updates before the failing one, and each left a completion line for the flow.
+ACROSS_UPDATES = """2026-12-01 13:53:05.120 INFO TriggeredGraphExecution: Flow `spark_catalog`.`lakewatch`.`orders_bronze` has COMPLETED in TriggeredFlowExecution.
+2026-12-01 13:53:59.031 INFO TriggeredGraphExecution: Flow `spark_catalog`.`lakewatch`.`orders_bronze` has COMPLETED in TriggeredFlowExecution.
+2026-12-01 13:54:22.410 ERROR TriggeredGraphExecution: Flow `spark_catalog`.`lakewatch`.`orders_bronze` failed
+org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] Query terminated with exception
+Caused by: java.io.EOFException: Unexpected end of input stream
+2026-12-01 13:54:38.659 ERROR TriggeredGraphExecution: Flow `spark_catalog`.`lakewatch`.`orders_bronze` failed
+org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] Query terminated with exception
+Caused by: java.io.EOFException: Unexpected end of input stream
+"""
+
+
+def test_an_earlier_updates_completion_is_not_this_updates_outcome():
+    started = datetime(2026, 12, 1, 13, 54, 10, tzinfo=timezone.utc)
+    outcome = flow_outcomes(ACROSS_UPDATES, since=started)["orders_bronze"]
+    assert (outcome.status, outcome.at) == ("FAILED", datetime(2026, 12, 1, 13, 54, 38, 659000, tzinfo=timezone.utc))
+    # Read from the start of the log, the last line per flow still wins: a failure after completions.
+    assert flow_outcomes(ACROSS_UPDATES, since=EARLY.replace(day=1))["orders_bronze"].status == "FAILED"
+    # A retry that completes after a failure ends the flow COMPLETED.
+    retried = ACROSS_UPDATES + ("2026-12-01 13:54:50.000 INFO TriggeredGraphExecution: Flow "
+                                "`spark_catalog`.`lakewatch`.`orders_bronze` has COMPLETED in TriggeredFlowExecution.\n")
+    assert flow_outcomes(retried, since=started)["orders_bronze"].status == "COMPLETED"
+    assert flow_outcomes(ACROSS_UPDATES, since=datetime(2026, 12, 1, 13, 55, tzinfo=timezone.utc)) == {}
