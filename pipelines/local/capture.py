@@ -34,25 +34,24 @@ def _parse_time(text: str) -> datetime:
 
 class ProgressCollector(StreamingQueryListener):
     """Thread-safe list of batch progress; `on_batch` runs in the listener thread when a batch ends,
-    `on_started` (query name) and `on_ended` (query name, its exception or None) when a query starts
-    and terminates."""
+    `on_ended` (query name, its exception or None) when a query terminates."""
 
     def __init__(self, on_batch: Callable[[BatchProgress], dict[str, Any]] | None = None,
-                 on_started: Callable[[str], None] | None = None,
                  on_ended: Callable[[str, str | None], None] | None = None) -> None:
         self._lock = threading.Lock()
         self.batches: list[BatchProgress] = []
         self.errors: list[str] = []
         self._on_batch = on_batch
-        self._on_started = on_started
         self._on_ended = on_ended
-        self._names: dict[str, str] = {}  # run id -> query name (a termination event has no name)
+        # Query id -> name: a termination event has no name. Spark Connect sends a client only the
+        # progress, idle and termination events of queries the server started, so the name comes from
+        # a progress event (a query that failed before its first one ends unnamed, and SDP's FAILED
+        # says the rest). SDP keeps a flow's query id across retries (it is in the checkpoint).
+        self._names: dict[str, str] = {}
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's listener API)
-        name = event.name or ""
         with self._lock:
-            self._names[str(event.runId)] = name
-        self._call("started", self._on_started, name)
+            self._names[str(event.id)] = event.name or ""
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
         try:
@@ -61,6 +60,8 @@ class ProgressCollector(StreamingQueryListener):
             durations = p.durationMs or {}
             duration_ms = int(durations.get("triggerExecution", 0))
             observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
+            with self._lock:
+                self._names[str(p.id)] = p.name or ""
             batch = BatchProgress(
                 flow=p.name or "",
                 batch_id=int(p.batchId),
@@ -90,18 +91,14 @@ class ProgressCollector(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
         with self._lock:
-            name = self._names.pop(str(event.runId), None)
-        if name is not None:
-            self._call("ended", self._on_ended, name, event.exception)
-
-    def _call(self, what: str, callback: Callable[..., None] | None, name: str, *args: Any) -> None:
-        if callback is None:
+            name = self._names.get(str(event.id))
+        if name is None or self._on_ended is None:
             return
         try:
-            callback(name, *args)
+            self._on_ended(name, event.exception)
         except Exception as e:  # noqa: BLE001 (a listener must not kill the listener bus)
             with self._lock:
-                self.errors.append(f"after {name} {what}: {type(e).__name__}: {e}")
+                self.errors.append(f"after {name} ended: {type(e).__name__}: {e}")
 
     def snapshot(self) -> list[BatchProgress]:
         with self._lock:

@@ -67,13 +67,8 @@ class CompletionGate:
                     self.drop(held, "the flow FAILED")
                 return [event]
             if event.status in _RESTARTED:
-                self._ended.pop(flow, None)
+                self._ended.pop(flow, None)  # a new attempt: its end is not known yet
             return [held, event] if held is not None else [event]
-
-    def query_started(self, flow: str) -> None:
-        """The client listener saw the flow's query start: a new attempt, its end not known yet."""
-        with self._lock:
-            self._ended.pop(short_name(flow), None)
 
     def query_terminated(self, flow: str, exception: str | None) -> SdpEvent | None:
         """The client listener saw the flow's query end. Returns the held COMPLETED to apply now, if

@@ -388,8 +388,7 @@ class _Update:
             self.record.materialized_views = self.materialized_views()
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
-            self.collector = ProgressCollector(on_batch=self.record_batch, on_started=self.gate.query_started,
-                                               on_ended=self.query_ended)
+            self.collector = ProgressCollector(on_batch=self.record_batch, on_ended=self.query_ended)
             relay = session_relay(self.spark)
             relay.attach(self.collector)
         run_started = time.monotonic()
