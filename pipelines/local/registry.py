@@ -59,13 +59,15 @@ def _is_repeated(descriptor: Any) -> bool:
     return bool(descriptor.label == descriptor.LABEL_REPEATED)
 
 
-def read_tables(message: Any) -> list[tuple[str, bool]]:
-    """(table name, is streaming) of every named-table read in a Connect relation, in plan order."""
-    found: list[tuple[str, bool]] = []
+def read_tables(message: Any) -> list[tuple[str | None, bool]]:
+    """(table name, is streaming) of every read in a Connect relation, in plan order; the name is None
+    for a read of a data source (`spark.readStream.format(...).load()`)."""
+    found: list[tuple[str | None, bool]] = []
 
     def walk(node: Any) -> None:
-        if isinstance(node, pb2.Read) and node.HasField("named_table"):
-            found.append((node.named_table.unparsed_identifier, node.is_streaming))
+        if isinstance(node, pb2.Read):
+            name = node.named_table.unparsed_identifier if node.HasField("named_table") else None
+            found.append((name, node.is_streaming))
         for descriptor, value in node.ListFields():
             if descriptor.message_type is None:
                 continue
@@ -120,7 +122,7 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
         self.flows[flow.name] = RecordedFlow(
             name=flow.name,
             target=flow.target,
-            input_datasets=[name for name, _ in reads],
+            input_datasets=[name for name, _ in reads if name is not None],
             streaming_inputs=any(streaming for _, streaming in reads),
             dataframe=df,
             source_file=getattr(flow.source_code_location, "filename", None),

@@ -38,8 +38,7 @@ from pipelines.local.capture import BatchProgress, ProgressCollector, session_re
 from pipelines.local.completion_gate import CompletionGate
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.registry import RecordingRegistry
-from pipelines.local.sdp_events import (FlowSeen, SdpEvent, error_class, lost_outcomes, outcome_is_older, parse,
-                                       short_name)
+from pipelines.local.sdp_events import FlowSeen, SdpEvent, error_class, lost_outcomes, parse, short_name
 from pipelines.local.session import LocalSpark
 
 FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
@@ -415,43 +414,36 @@ class _Update:
                 try:
                     logged = jvm_log.flow_outcomes(jvm_log.read_since(self.runner.local.log_file, self.log_offset),
                                                    since=self.started_at)
-                    self.settle_held_completions(logged)
-                    self.recover_lost_outcomes(logged)
+                    with self.events_lock:  # a query's end may arrive meanwhile: one at a time
+                        self.settle_held_completions(logged)
+                        self.recover_lost_outcomes(logged)
                 except Exception as e:  # noqa: BLE001 (a measurement; the run's own outcome stands)
                     self.warn("lost flow events", _one_line(_error_text(e)))
+                # Not under events_lock: the listener thread holds the relay's lock while it waits for it.
                 relay.detach()  # not removeListener: see capture.ListenerRelay
             for dropped in self.gate.dropped:
                 self.say(f"    note: {short_name(dropped.event.flow or '')}: SDP's COMPLETED event left out, "
                          f"{dropped.reason} (SDP records a streaming flow COMPLETED whenever its query ends)")
             for problem in self.collector.errors:
-                self.say(f"  warning: a streaming progress event could not be read: {problem}")
+                self.say(f"  warning: a streaming query event could not be handled: {problem}")
 
     def query_ended(self, query_name: str, exception: str | None) -> None:
         """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied
         now when it ended without an exception (`completion_gate`)."""
-        released = self.gate.query_terminated(query_name, exception)
-        if released is not None:
-            with self.events_lock:
+        with self.events_lock:  # the lock order of on_sdp_event: events_lock, then the gate's
+            released = self.gate.query_terminated(query_name, exception)
+            if released is not None:
                 self.apply_sdp_event(released)
 
     def settle_held_completions(self, logged: Mapping[str, jvm_log.LoggedOutcome]) -> None:
-        """When the run is over, a COMPLETED still held (its query's end never reached the listener) is
-        applied unless the flow failed after all: its query ended with an exception, or the engine log's
-        last outcome for it in this update is a failure."""
-        for event in self.gate.take_held():
-            flow = short_name(event.flow or "")
-            result = self.flow_status.get(event.flow or "")
-            line = logged.get(flow)
-            failed_in_log = (line is not None and line.status == "FAILED" and result is not None
-                             and not outcome_is_older(line, result.seen_at))
-            if self.gate.ended_with_exception(flow) or failed_in_log:
-                self.gate.drop(event, "the flow failed")
-                continue
-            with self.events_lock:
-                self.apply_sdp_event(event)
+        """Under events_lock. Applies the COMPLETED events still held when the run is over whose flow
+        did complete (`CompletionGate.settle`)."""
+        seen_at = {name: result.seen_at for name, result in self.flow_status.items()}
+        for event in self.gate.settle(logged, seen_at):
+            self.apply_sdp_event(event)
 
     def recover_lost_outcomes(self, logged: Mapping[str, jvm_log.LoggedOutcome]) -> None:
-        """Writes the COMPLETED and FAILED events SDP's stream lost (`sdp_events.lost_outcomes`), so a
+        """Under events_lock. Writes the COMPLETED and FAILED events SDP's stream lost (`sdp_events.lost_outcomes`), so a
         flow that ended is not left RUNNING in the event log, a materialized view it refreshed taken
         for unrefreshed and rolled back, nor a failed flow missing from the update's failures."""
         run = self.run_status
@@ -460,8 +452,7 @@ class _Update:
         for event in lost_outcomes(seen, run.run_status if run else None, logged, run.timestamp if run else now()):
             self.say(f"    note: the engine's {event.status} event of {short_name(event.flow or '')} was lost "
                      "(sent after the run closed its event stream); written from the engine log")
-            with self.events_lock:
-                self.apply_sdp_event(event)
+            self.apply_sdp_event(event)
 
     def on_sdp_event(self, event: SdpEvent) -> None:
         """One event of SDP's stream, through the gate for streaming flows' COMPLETED events."""
@@ -494,9 +485,11 @@ class _Update:
             self.say(f"    {event.timestamp:%H:%M:%S}  {short_name(event.flow):<40} {event.status}{detail}")
 
     def is_streaming_flow(self, flow_short: str) -> bool:
-        """A flow that runs as a streaming query (it reads a stream), by its last name part."""
-        flow = self.registry.flows.get(flow_short) if self.registry is not None else None
-        return flow is not None and flow.streaming_inputs
+        """Whether a flow (by its last name part) may run as a streaming query: every flow but one
+        registered here without a streaming read (a flow defined in SQL is not recorded)."""
+        flows = self.registry.flows.values() if self.registry is not None else ()
+        flow = next((f for f in flows if short_name(f.name) == flow_short), None)
+        return flow is None or flow.streaming_inputs
 
     # -- measurements --------------------------------------------------------------------------
     def flow_target(self, flow_short: str) -> tuple[str | None, bool]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from pipelines.local.completion_gate import CompletionGate
+from pipelines.local.jvm_log import JvmException, LoggedOutcome
 from pipelines.local.sdp_events import SdpEvent, parse
 
 BRONZE = "spark_catalog.lakewatch.orders_bronze"
@@ -58,7 +59,7 @@ def test_a_failed_attempt_whose_completion_came_first_is_failed_only():
     run.stream(sdp(f"Flow {BRONZE} is RUNNING."), completed(), failed())
     run.query_ended("[STREAM_FAILED] Query terminated with exception")
     assert run.applied == [(BRONZE, "RUNNING"), (BRONZE, "FAILED")]
-    assert [(d.event.status, d.reason) for d in run.gate.dropped] == [("COMPLETED", "the flow FAILED")]
+    assert [(d.event.status, d.reason) for d in run.gate.dropped] == [("COMPLETED", "the flow was FAILED after it")]
 
 
 def test_a_failed_attempt_whose_completion_came_last_stays_failed():
@@ -80,11 +81,13 @@ def test_a_completion_passes_when_the_query_ended_without_an_exception_before_or
     assert before.applied == after.applied == [(BRONZE, "COMPLETED")]
 
 
-def test_a_query_that_ended_with_an_exception_drops_its_completion_even_without_the_failed_event():
+def test_an_end_with_an_exception_holds_the_completion_for_the_failed_event_to_drop():
     run = Run()
     run.query_ended("java.io.EOFException: Unexpected end of input stream")
     run.stream(completed())
-    assert run.applied == [] and run.gate.ended_with_exception(BRONZE) is True
+    assert run.applied == []
+    run.stream(failed())
+    assert run.applied == [(BRONZE, "FAILED")] and [d.event.status for d in run.gate.dropped] == ["COMPLETED"]
 
 
 def test_a_retry_that_completes_ends_completed():
@@ -93,7 +96,25 @@ def test_a_retry_that_completes_ends_completed():
     run.query_ended("first attempt failed")
     run.stream(sdp(f"Flow {BRONZE} is STARTING.", 5000), sdp(f"Flow {BRONZE} is RUNNING.", 5100), completed(ms=6000))
     run.query_ended(None)
-    assert run.status(BRONZE) == "COMPLETED" and run.gate.ended_with_exception(BRONZE) is False
+    assert run.status(BRONZE) == "COMPLETED"
+
+
+def test_a_failed_attempts_end_seen_after_the_retry_started_does_not_drop_the_retrys_completion():
+    run = Run()
+    run.stream(sdp(f"Flow {BRONZE} is RUNNING."), completed(), failed(),
+               sdp(f"Flow {BRONZE} is STARTING.", 5000), sdp(f"Flow {BRONZE} is RUNNING.", 5100))
+    run.query_ended("first attempt failed")  # late: the listener thread was busy measuring
+    run.stream(completed(ms=6000))
+    run.query_ended(None)
+    assert run.status(BRONZE) == "COMPLETED"
+
+
+def test_a_held_completion_is_dropped_when_the_flow_stops_or_restarts():
+    for then in (f"Flow {BRONZE} has STOPPED.", f"Flow {BRONZE} is QUEUED."):
+        run = Run()
+        run.stream(completed(), sdp(then, 30))
+        assert run.applied == [(BRONZE, parse(T0, then).status)]
+        assert run.gate.dropped[0].event.status == "COMPLETED"
 
 
 def test_batch_flows_and_other_statuses_pass_at_once():
@@ -102,10 +123,35 @@ def test_batch_flows_and_other_statuses_pass_at_once():
     assert run.applied == [(VIEW, "COMPLETED"), ("x", "SKIPPED"), ("", "")]
 
 
-def test_what_is_still_held_is_handed_over_once():
+SINK = "orders_to_corrupt_records_sink"
+SEEN = {BRONZE: T0 - timedelta(seconds=2), SINK: T0 - timedelta(seconds=2)}
+
+
+def settled(run: Run, logged: dict[str, LoggedOutcome]) -> list[tuple[str, str]]:
+    return [(e.flow or "", e.status or "") for e in run.gate.settle(logged, SEEN)]
+
+
+def held_run(*ends: tuple[str, str | None]) -> Run:
     run = Run()
-    run.stream(completed(), completed("orders_to_corrupt_records_sink"))
-    assert [e.flow for e in run.gate.take_held()] == [BRONZE, "orders_to_corrupt_records_sink"]
-    assert run.gate.take_held() == [] and run.gate.ended_with_exception(BRONZE) is None
+    run.stream(completed(), completed(SINK))
+    for flow, exception in ends:
+        run.query_ended(exception, flow)
+    return run
+
+
+def test_at_the_runs_end_the_engine_logs_outcome_of_this_attempt_decides():
+    eof = (JvmException("java.io.EOFException", "Unexpected end of input stream"),)
+    run = held_run((BRONZE, "an end with an exception, perhaps an earlier attempt's"))
+    logged = {"orders_bronze": LoggedOutcome("COMPLETED", T0), SINK: LoggedOutcome("FAILED", T0, eof)}
+    assert settled(run, logged) == [(BRONZE, "COMPLETED")]
+    assert [(d.event.flow, d.reason) for d in run.gate.dropped] == [(SINK, "the flow failed (engine log)")]
+
+
+def test_at_the_runs_end_without_a_log_line_the_querys_end_decides_else_sdps_completion_stands():
+    run = held_run((BRONZE, "java.io.EOFException"))
+    stale = {SINK: LoggedOutcome("FAILED", T0 - timedelta(seconds=5))}  # before the flow's last event
+    assert settled(run, stale) == [(SINK, "COMPLETED")]  # no end seen, no line of this attempt
+    assert [(d.event.flow, d.reason) for d in run.gate.dropped] == [(BRONZE, "the flow failed (its query's end)")]
+    assert run.gate.settle({}, SEEN) == []  # handed over once
     run.query_ended(None)  # a late end finds nothing held
     assert run.applied == []
