@@ -30,7 +30,7 @@ Kinds of table, and what is incremental where
   On Databricks a materialized view can be refreshed incrementally when its query is deterministic
   and its Delta inputs have change data feed and row tracking: every table another view reads is
   published with `delta.enableChangeDataFeed` and `delta.enableRowTracking`, no view reads the
-  clock except `health_metrics` and `health_metrics_base` (about now, recomputed at every refresh; the clock is
+  clock except `health_metrics` (it is about now, and is recomputed at every refresh; its clock is
   the `{now}` placeholder, `CLOCK` in both engines, a fixed instant in tests), and "last N days"
   windows are bounded by the data (`flow_bottlenecks`: the 7 days up to the latest flow run).
   Eligible for incremental refresh (group-by aggregates and joins over Delta): `update_status`, `flow_throughput`, `flow_throughput_daily`, `backlog`, `expectation_results`,
@@ -40,7 +40,7 @@ Kinds of table, and what is incremental where
   and the landing files, so it and `reconciliation` are recomputed; `update_status_daily`,
   `ingestion_latency_hourly`, `ingestion_latency_by_update`, `expectation_results_weekly`,
   `flow_bottlenecks`, `quarantine_daily`, `anomalies`, `table_growth`, `table_freshness` (max_by, and
-  `{ingest_tables}` is a VALUES list), `health_metrics_base`, `health_metrics`). Which technique a refresh used is in the
+  `{ingest_tables}` is a VALUES list), `health_metrics`). Which technique a refresh used is in the
   observability pipeline's own event log (`planning_information` events).
 - `quarantine_deliveries` is a pipeline-private temporary view (the sink is small: corrupt lines only).
 
