@@ -1511,8 +1511,6 @@ _QUIET = ("max_hours_without_rows IS NOT NULL AND silent_since IS NOT NULL AND "
           + _hours_since("silent_since") + " > max_hours_without_rows")
 _LIMITED_UNKNOWN = "max_hours_without_rows IS NOT NULL AND silent_since IS NULL"
 
-# The metrics that read only tables finished before `expectation_results` and `anomalies`: they run
-# as `health_metrics_base`, beside those two, so the refresh's last flow is short.
 _METRICS = [
     _m("errors_today", "count(*)", "NULL",
        "errors WHERE error_date = CAST({now} AS DATE) AND update_id IN (SELECT update_id FROM update_status)"),
@@ -1577,6 +1575,12 @@ _METRICS = [
               FROM flow_throughput WHERE endswith(flow_name, '_bronze') GROUP BY update_id) b
               ON b.update_id = u.update_id
             WHERE u.full_refresh IS NOT TRUE) d"""),
+    # Per update, not per day of rows: a full refresh's recount of history is left out.
+    _m("lowest_pass_rate_today", "min(pass_rate)",
+       "CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured today "
+       "(counts of full refreshes left out)' END",
+       f"expectation_results WHERE update_date = CAST({{now}} AS DATE) AND expectation NOT IN {BRONZE_EXPECTATIONS} "
+       "AND full_refresh IS NOT TRUE"),
     _m("backlog_files",
        "CASE WHEN count(b.flow_name) > 0 AND count_if(b.flow_name IS NOT NULL AND b.backlog_files IS NULL) = 0 "
        "THEN sum(b.backlog_files) END",
@@ -1605,6 +1609,24 @@ _METRICS = [
        f"CASE WHEN count(l.update_id) = 0 THEN '{_LAST_UPDATE}' END",
        """last_update l LEFT JOIN quarantine_deliveries q
             ON q.delivery = 1 AND q._quarantined_at >= l.start_time AND q._quarantined_at <= l.end_time"""),
+    # The last incremental update: a full refresh rescues every old row again.
+    _m("rescued_rows_last_update",
+       """CASE WHEN count(b.flow_name) = 0 OR count_if(b.flow_name IS NOT NULL AND b.counted IS NOT TRUE) > 0 THEN NULL
+               WHEN max(r.rescued) IS NOT NULL THEN max(r.rescued)
+               WHEN coalesce(sum(b.batches), 0) = 0 THEN 0 END""",
+       """CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet'
+               WHEN count(b.flow_name) = 0 THEN 'the last incremental update ran no bronze flow'
+               WHEN count_if(b.flow_name IS NOT NULL AND b.counted IS NOT TRUE) > 0
+                 THEN 'expectation counts missing for a bronze flow of the last incremental update'
+               WHEN max(r.rescued) IS NULL AND coalesce(sum(b.batches), 0) > 0
+                 THEN 'no no_rescued_data counts in the last incremental update' END""",
+       """last_incremental l
+          LEFT JOIN (SELECT update_id, flow_name, batches,
+                            CASE WHEN batches = 0 THEN final_status = 'COMPLETED'
+                                 ELSE batches_without_expectation_counts = 0 END AS counted
+                     FROM flow_throughput WHERE endswith(flow_name, '_bronze')) b ON b.update_id = l.update_id
+          LEFT JOIN (SELECT update_id, sum(failed_records) AS rescued FROM expectation_results
+                     WHERE expectation = 'no_rescued_data' GROUP BY update_id) r ON r.update_id = l.update_id"""),
     # Files first committed in the last 24 hours; NULL when some landed without a commit time.
     _m("ingestion_latency_p95_seconds_24h",
        "CASE WHEN count_if(latency_status = 'no_commit_time') = 0 THEN percentile(latency_seconds, 0.95) END",
@@ -1643,6 +1665,11 @@ _METRICS = [
                   FROM update_status u JOIN backlog b ON b.update_id = u.update_id
                   WHERE u.final_state IN {TERMINAL_UPDATE}
                   GROUP BY u.update_id, u.start_time))"""),
+    # Values unusual for their own series, in the last incremental update (pipelines/anomalies.py).
+    _m("anomalies_last_update",
+       "CASE WHEN count(l.update_id) > 0 THEN count(a.metric) END",
+       "CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet' END",
+       "last_incremental l LEFT JOIN anomalies a ON a.update_id = l.update_id"),
     # Tables beyond their own max_hours_without_rows: one feed that stopped while the others flow. A
     # table past its limit is counted even when another's silence is not known; 0 only when all are known.
     _m("tables_without_rows",
@@ -1663,45 +1690,21 @@ _METRICS = [
        "reconciliation"),
 ]
 
-# The metrics that read `expectation_results` or `anomalies`, the refresh's longest chain.
-_QUALITY_METRICS = [
-    # Per update, not per day of rows: a full refresh's recount of history is left out.
-    _m("lowest_pass_rate_today", "min(pass_rate)",
-       "CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured today "
-       "(counts of full refreshes left out)' END",
-       f"expectation_results WHERE update_date = CAST({{now}} AS DATE) AND expectation NOT IN {BRONZE_EXPECTATIONS} "
-       "AND full_refresh IS NOT TRUE"),
-    # The last incremental update: a full refresh rescues every old row again.
-    _m("rescued_rows_last_update",
-       """CASE WHEN count(b.flow_name) = 0 OR count_if(b.flow_name IS NOT NULL AND b.counted IS NOT TRUE) > 0 THEN NULL
-               WHEN max(r.rescued) IS NOT NULL THEN max(r.rescued)
-               WHEN coalesce(sum(b.batches), 0) = 0 THEN 0 END""",
-       """CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet'
-               WHEN count(b.flow_name) = 0 THEN 'the last incremental update ran no bronze flow'
-               WHEN count_if(b.flow_name IS NOT NULL AND b.counted IS NOT TRUE) > 0
-                 THEN 'expectation counts missing for a bronze flow of the last incremental update'
-               WHEN max(r.rescued) IS NULL AND coalesce(sum(b.batches), 0) > 0
-                 THEN 'no no_rescued_data counts in the last incremental update' END""",
-       """last_incremental l
-          LEFT JOIN (SELECT update_id, flow_name, batches,
-                            CASE WHEN batches = 0 THEN final_status = 'COMPLETED'
-                                 ELSE batches_without_expectation_counts = 0 END AS counted
-                     FROM flow_throughput WHERE endswith(flow_name, '_bronze')) b ON b.update_id = l.update_id
-          LEFT JOIN (SELECT update_id, sum(failed_records) AS rescued FROM expectation_results
-                     WHERE expectation = 'no_rescued_data' GROUP BY update_id) r ON r.update_id = l.update_id"""),
-    # Values unusual for their own series, in the last incremental update (pipelines/anomalies.py).
-    _m("anomalies_last_update",
-       "CASE WHEN count(l.update_id) > 0 THEN count(a.metric) END",
-       "CASE WHEN count(l.update_id) = 0 THEN 'no incremental update (one that is not a full refresh) has finished yet' END",
-       "last_incremental l LEFT JOIN anomalies a ON a.update_id = l.update_id"),
-]
+_METRICS_UNION = "\n  UNION ALL\n".join("  " + m for m in _METRICS)
 
-
-def _metrics_sql(metrics: Sequence[str], plus: str = "") -> str:
-    """The metrics as rows (metric_name, metric_value, reason, checked_at), over the last update and the
-    last incremental update; `plus`: more rows of those columns (a query)."""
-    union = "\n  UNION ALL\n".join("  " + m for m in metrics)
-    return f"""
+HEALTH_METRICS = _table(
+    "health_metrics",
+    "One row per health metric (metric_name, metric_value, reason, checked_at), computed at each refresh, for "
+    "SQL alerts. metric_value is NULL when it could not be measured, and reason then says why; no alert "
+    "treats NULL as healthy. 'Last update' is the last finished update that is not internal; the duration "
+    "and rescued-rows metrics read the last finished update that is not a full refresh.",
+    [
+        ("metric_name", "STRING", "Metric name"),
+        ("metric_value", "DOUBLE", "Metric value (NULL when it could not be measured)"),
+        ("reason", "STRING", "Why metric_value is NULL (NULL when measured)"),
+        ("checked_at", "TIMESTAMP", "When the metric was computed"),
+    ],
+    f"""
 WITH last_update AS (
   SELECT * FROM update_status WHERE final_state IN {TERMINAL_UPDATE} ORDER BY start_time DESC LIMIT 1
 ),
@@ -1710,37 +1713,10 @@ last_incremental AS (
   ORDER BY start_time DESC LIMIT 1
 ),
 metrics AS (
-{union}
+{_METRICS_UNION}
 )
-SELECT metric_name, metric_value, reason, {{now}} AS checked_at FROM metrics{plus}
-"""
-
-
-_HEALTH_COLUMNS = [
-    ("metric_name", "STRING", "Metric name"),
-    ("metric_value", "DOUBLE", "Metric value (NULL when it could not be measured)"),
-    ("reason", "STRING", "Why metric_value is NULL (NULL when measured)"),
-    ("checked_at", "TIMESTAMP", "When the metric was computed"),
-]
-
-HEALTH_METRICS_BASE = _table(
-    "health_metrics_base",
-    "The health metrics that do not read expectation_results or anomalies (health_metrics adds those): "
-    "computed beside the refresh's longest chain.",
-    _HEALTH_COLUMNS,
-    _metrics_sql(_METRICS),
-    intermediate=True,
-)
-
-HEALTH_METRICS = _table(
-    "health_metrics",
-    "One row per health metric (metric_name, metric_value, reason, checked_at), computed at each refresh, for "
-    "SQL alerts. metric_value is NULL when it could not be measured, and reason then says why; no alert "
-    "treats NULL as healthy. 'Last update' is the last finished update that is not internal; the duration "
-    "and rescued-rows metrics read the last finished update that is not a full refresh.",
-    _HEALTH_COLUMNS,
-    _metrics_sql(_QUALITY_METRICS,
-                 plus="\nUNION ALL\nSELECT metric_name, metric_value, reason, checked_at FROM health_metrics_base"),
+SELECT metric_name, metric_value, reason, {{now}} AS checked_at FROM metrics
+""",
 )
 
 # In dependency order: each table reads only the sources and the tables before it.
@@ -1774,7 +1750,6 @@ TABLES: tuple[ObservabilityTable, ...] = (
     MEASUREMENT_GAPS,
     TABLE_GROWTH,
     TABLE_FRESHNESS,
-    HEALTH_METRICS_BASE,
     HEALTH_METRICS,
 )
 
