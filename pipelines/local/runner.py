@@ -16,10 +16,10 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
@@ -443,9 +443,10 @@ class _Update:
             self.apply_sdp_event(event)
 
     def recover_lost_outcomes(self, logged: Mapping[str, jvm_log.LoggedOutcome]) -> None:
-        """Under events_lock. Writes the COMPLETED and FAILED events SDP's stream lost (`sdp_events.lost_outcomes`), so a
-        flow that ended is not left RUNNING in the event log, a materialized view it refreshed taken
-        for unrefreshed and rolled back, nor a failed flow missing from the update's failures."""
+        """Under events_lock. Writes the COMPLETED and FAILED events SDP's stream lost
+        (`sdp_events.lost_outcomes`), so a flow that ended is not left RUNNING in the event log, a
+        materialized view it refreshed taken for unrefreshed and rolled back, nor a failed flow missing
+        from the update's failures."""
         run = self.run_status
         seen = {name: FlowSeen(result.status, result.seen_at or self.started_at)
                 for name, result in self.flow_status.items()}
