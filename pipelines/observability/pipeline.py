@@ -153,7 +153,7 @@ def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str,
             comment=table.comment,
             schema=table.schema_ddl,
             partition_cols=list(table.partition_cols) or None,
-            table_properties=engine_for(spark).table_properties(table_properties(table)),
+            table_properties=engine_for(spark).materialized_view_properties(table_properties(table)),
         )(query)
 
 

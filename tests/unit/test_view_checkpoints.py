@@ -1,0 +1,78 @@
+"""Local materialized views checkpoint their Delta log every 100 commits, not every 10
+(`adapter.LocalEngine.materialized_view_properties`): open-source SDP truncates and rewrites each view
+at every refresh, so Delta's default wrote a checkpoint of every view every fifth refresh. Checked
+against Delta itself, and in the observability graph as it is declared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.pipelines.graph_element_registry import GraphElementRegistry, graph_element_registration_context
+from pyspark.pipelines.output import MaterializedView, StreamingTable
+
+from pipelines import adapter
+from pipelines.observability.pipeline import declare_observability
+
+
+def checkpoints_after_commits(spark, path: Path, properties: dict[str, str], commits: int) -> list[str]:
+    """The checkpoint files of a Delta table created with `properties`, after `commits` commits."""
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES ({listed})")
+    for i in range(commits - 1):
+        spark.range(i, i + 1).write.format("delta").mode("append").save(str(path))
+    return sorted(p.name for p in (path / "_delta_log").glob("*.checkpoint*.parquet"))
+
+
+def test_delta_checkpoints_a_databricks_view_at_its_tenth_commit_and_a_local_one_not(spark, tmp_path):
+    gold = {"quality": "gold"}
+    databricks = checkpoints_after_commits(
+        spark, tmp_path / "databricks", adapter.DatabricksEngine().materialized_view_properties(gold), 11)
+    local = checkpoints_after_commits(
+        spark, tmp_path / "local", adapter.LocalEngine().materialized_view_properties(gold), 11)
+    assert databricks == ["00000000000000000010.checkpoint.parquet"]
+    assert local == []
+
+
+class _Outputs(GraphElementRegistry):
+    def __init__(self) -> None:
+        self.outputs: list = []
+
+    def register_output(self, output) -> None:
+        self.outputs.append(output)
+
+    def register_flow(self, flow) -> None:
+        pass
+
+    def register_auto_cdc_flow(self, flow) -> None:  # pragma: no cover - not used by lakewatch
+        raise AssertionError("unexpected")
+
+    def register_sql(self, sql_text, file_path) -> None:  # pragma: no cover
+        raise AssertionError("unexpected")
+
+
+@pytest.fixture
+def observability_outputs(spark, project_root: Path):
+    settings = {
+        adapter.ENGINE_KEY: "local",
+        adapter.CATALOG_KEY: "spark_catalog",
+        adapter.SCHEMA_KEY: "lakewatch_view_checkpoints",
+        adapter.EVENT_LOG_KEY: "spark_catalog.lakewatch_view_checkpoints.lakewatch_ingest_event_log",
+        adapter.TABLES_CONFIG_KEY: str(project_root / "conf" / "tables.yml"),
+    }
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    registry = _Outputs()
+    with graph_element_registration_context(registry):
+        declare_observability(spark)
+    yield registry.outputs
+    for k in settings:
+        spark.conf.unset(k)
+
+
+def test_the_local_observability_views_and_only_they_declare_the_longer_interval(observability_outputs):
+    views = [o for o in observability_outputs if isinstance(o, MaterializedView)]
+    tables = [o for o in observability_outputs if isinstance(o, StreamingTable)]
+    assert views and tables
+    assert {o.table_properties.get(adapter.CHECKPOINT_INTERVAL) for o in views} == {"100"}
+    assert all(adapter.CHECKPOINT_INTERVAL not in o.table_properties for o in tables)
