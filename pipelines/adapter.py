@@ -45,8 +45,9 @@ FILE_STATE_TABLE = "lakewatch_file_state"  # local engine: written by the runner
 
 ROW_TRACKING = "delta.enableRowTracking"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
-# Local materialized views: a Delta checkpoint every 100 commits instead of Delta's 10 (LocalEngine).
-LOCAL_VIEW_CHECKPOINT_INTERVAL = "100"
+# Local tables rewritten or appended to many times per update (materialized views, the event log): a
+# Delta checkpoint every 100 commits instead of Delta's 10 (bench/RESULTS.md, stop 31).
+LOCAL_CHECKPOINT_INTERVAL = "100"
 
 QueryFunction = Callable[[], DataFrame]
 Decorator = Callable[[QueryFunction], QueryFunction]
@@ -431,7 +432,7 @@ class LocalEngine:
         1.2 s each on this machine (30 views: a refresh half a minute longer). The table is rewritten
         whole each time, so its log holds one live file set; loading 90 commits of it cold took as long
         as loading a checkpoint and one commit (bench/RESULTS.md, stop 31)."""
-        return {**self.table_properties(properties), CHECKPOINT_INTERVAL: LOCAL_VIEW_CHECKPOINT_INTERVAL}
+        return {**self.table_properties(properties), CHECKPOINT_INTERVAL: LOCAL_CHECKPOINT_INTERVAL}
 
     def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
         catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)

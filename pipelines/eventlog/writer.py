@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from pipelines.adapter import CHECKPOINT_INTERVAL, LOCAL_CHECKPOINT_INTERVAL
 from pipelines.eventlog import schema as S
 from pipelines.eventlog.events import to_row
 from pipelines.eventlog.schema import EVENT_LOG_DDL, EVENT_LOG_SCHEMA
@@ -30,10 +31,20 @@ class EventLogWriter:
         self.table = table
 
     def ensure_table(self) -> None:
-        self.spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {self.table} ({EVENT_LOG_DDL}) USING DELTA "
-            f"COMMENT '{EVENT_LOG_COMMENT}'"
-        )
+        """Creates the table with a Delta checkpoint every `LOCAL_CHECKPOINT_INTERVAL` commits instead of
+        Delta's 10: the log takes a commit every few seconds of an update (`EventLogStream`), so with
+        the default most refreshes wrote a checkpoint of every file the log ever had (bench/RESULTS.md,
+        stop 31). A table created before gets the property once; a value its owner set is kept."""
+        setting = f"'{CHECKPOINT_INTERVAL}' = '{LOCAL_CHECKPOINT_INTERVAL}'"
+        if not self.spark.catalog.tableExists(self.table):
+            self.spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {self.table} ({EVENT_LOG_DDL}) USING DELTA "
+                f"COMMENT '{EVENT_LOG_COMMENT}' TBLPROPERTIES ({setting})"
+            )
+            return
+        declared = {r["key"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {self.table}").collect()}
+        if CHECKPOINT_INTERVAL not in declared:
+            self.spark.sql(f"ALTER TABLE {self.table} SET TBLPROPERTIES ({setting})")
 
     def append(self, events: Sequence[dict[str, Any]]) -> None:
         if not events:

@@ -1,7 +1,8 @@
-"""Local materialized views checkpoint their Delta log every 100 commits, not every 10
-(`adapter.LocalEngine.materialized_view_properties`): open-source SDP truncates and rewrites each view
-at every refresh, so Delta's default wrote a checkpoint of every view every fifth refresh. Checked
-against Delta itself, and in the observability graph as it is declared."""
+"""Local materialized views and event logs checkpoint their Delta log every 100 commits, not every 10
+(`adapter.LocalEngine.materialized_view_properties`, `EventLogWriter.ensure_table`): open-source SDP
+truncates and rewrites each view at every refresh, and the event log takes a commit every few seconds
+of an update, so Delta's default wrote checkpoints of them at most refreshes. Checked against Delta
+itself, in the observability graph as it is declared, and on the event log's table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry, graph
 from pyspark.pipelines.output import MaterializedView, StreamingTable
 
 from pipelines import adapter
+from pipelines.eventlog.schema import EVENT_LOG_DDL
+from pipelines.eventlog.writer import EventLogWriter
 from pipelines.observability.pipeline import declare_observability
 
 
@@ -76,3 +79,25 @@ def test_the_local_observability_views_and_only_they_declare_the_longer_interval
     assert views and tables
     assert {o.table_properties.get(adapter.CHECKPOINT_INTERVAL) for o in views} == {"100"}
     assert all(adapter.CHECKPOINT_INTERVAL not in o.table_properties for o in tables)
+
+
+def checkpoint_interval(spark, table: str) -> str | None:
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}.get(adapter.CHECKPOINT_INTERVAL)
+
+
+def test_a_new_event_log_is_declared_with_the_longer_interval(spark):
+    EventLogWriter(spark, "checkpoints_new_log").ensure_table()
+    assert checkpoint_interval(spark, "checkpoints_new_log") == adapter.LOCAL_CHECKPOINT_INTERVAL
+
+
+def test_an_event_log_created_before_gets_the_interval_and_an_owners_value_is_kept(spark):
+    spark.sql(f"CREATE TABLE checkpoints_old_log ({EVENT_LOG_DDL}) USING DELTA")
+    spark.sql(f"CREATE TABLE checkpoints_owned_log ({EVENT_LOG_DDL}) USING DELTA "
+              f"TBLPROPERTIES ('{adapter.CHECKPOINT_INTERVAL}' = '25')")
+    for table in ("checkpoints_old_log", "checkpoints_owned_log"):
+        EventLogWriter(spark, table).ensure_table()
+        EventLogWriter(spark, table).ensure_table()  # a second update changes nothing more
+    assert checkpoint_interval(spark, "checkpoints_old_log") == adapter.LOCAL_CHECKPOINT_INTERVAL
+    assert checkpoint_interval(spark, "checkpoints_owned_log") == "25"
+    versions = [r["version"] for r in spark.sql("DESCRIBE HISTORY checkpoints_old_log").collect()]
+    assert sorted(versions) == [0, 1]  # created, then the property set once
