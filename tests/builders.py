@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pyspark.pipelines.graph_element_registry import GraphElementRegistry
+
 from pipelines.config import Column, TableSpec
 from pipelines.expectations import Expectation
 
@@ -37,3 +39,26 @@ def rescued(path: str = FILE, **fields: str) -> str:
     """The `_rescued_data` text for the given rescued fields (values as JSON text) plus `_file_path`."""
     body = json.dumps({**fields, "_file_path": path}, separators=(",", ":"))
     return body
+
+
+class CapturingRegistry(GraphElementRegistry):
+    """What a definition file declares, in order, without running anything."""
+
+    def __init__(self) -> None:
+        self.outputs: list = []
+        self.flows: list = []
+        self.order: list[str] = []
+
+    def register_output(self, output) -> None:
+        self.outputs.append(output)
+        self.order.append(f"output:{output.name}")
+
+    def register_flow(self, flow) -> None:
+        self.flows.append(flow)
+        self.order.append(f"flow:{flow.name}")
+
+    def register_auto_cdc_flow(self, flow) -> None:  # pragma: no cover - not used by lakewatch
+        raise AssertionError("unexpected")
+
+    def register_sql(self, sql_text, file_path) -> None:  # pragma: no cover
+        raise AssertionError("unexpected")

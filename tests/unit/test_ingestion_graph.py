@@ -6,32 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.pipelines.graph_element_registry import GraphElementRegistry, graph_element_registration_context
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.pipelines.output import Sink, StreamingTable, TemporaryView
 
 from pipelines import adapter
 from pipelines.ingestion import BRONZE_EXPECTATIONS, declare_ingestion
-
-
-class CapturingRegistry(GraphElementRegistry):
-    def __init__(self) -> None:
-        self.outputs: list = []
-        self.flows: list = []
-        self.order: list[str] = []
-
-    def register_output(self, output) -> None:
-        self.outputs.append(output)
-        self.order.append(f"output:{output.name}")
-
-    def register_flow(self, flow) -> None:
-        self.flows.append(flow)
-        self.order.append(f"flow:{flow.name}")
-
-    def register_auto_cdc_flow(self, flow) -> None:  # pragma: no cover - not used by lakewatch
-        raise AssertionError("unexpected")
-
-    def register_sql(self, sql_text, file_path) -> None:  # pragma: no cover
-        raise AssertionError("unexpected")
+from tests.builders import CapturingRegistry
 
 
 @pytest.fixture

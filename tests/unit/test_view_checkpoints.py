@@ -9,13 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.pipelines.graph_element_registry import GraphElementRegistry, graph_element_registration_context
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.pipelines.output import MaterializedView, StreamingTable
 
 from pipelines import adapter
 from pipelines.eventlog.schema import EVENT_LOG_DDL
 from pipelines.eventlog.writer import EventLogWriter
 from pipelines.observability.pipeline import declare_observability
+from tests.builders import CapturingRegistry
 
 
 def checkpoints_after_commits(spark, path: Path, properties: dict[str, str], commits: int) -> list[str]:
@@ -37,23 +38,6 @@ def test_delta_checkpoints_a_databricks_view_at_its_tenth_commit_and_a_local_one
     assert local == []
 
 
-class _Outputs(GraphElementRegistry):
-    def __init__(self) -> None:
-        self.outputs: list = []
-
-    def register_output(self, output) -> None:
-        self.outputs.append(output)
-
-    def register_flow(self, flow) -> None:
-        pass
-
-    def register_auto_cdc_flow(self, flow) -> None:  # pragma: no cover - not used by lakewatch
-        raise AssertionError("unexpected")
-
-    def register_sql(self, sql_text, file_path) -> None:  # pragma: no cover
-        raise AssertionError("unexpected")
-
-
 @pytest.fixture
 def observability_outputs(spark, project_root: Path):
     settings = {
@@ -65,7 +49,7 @@ def observability_outputs(spark, project_root: Path):
     }
     for k, v in settings.items():
         spark.conf.set(k, v)
-    registry = _Outputs()
+    registry = CapturingRegistry()
     with graph_element_registration_context(registry):
         declare_observability(spark)
     yield registry.outputs
