@@ -33,8 +33,8 @@ TEST_TUNING = {
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     # Delta rebuilds a table's state from its log with this many shuffle partitions. Local logs are
-    # small (a checkpoint every 10 commits; every 100 for views and event logs, which hold few live
-    # files), so one task each: every dataset of an update loads several tables' state; the
+    # small (a checkpoint every 10 commits; every 100 for views and event logs, whose commits are
+    # small), so one task each: every dataset of an update loads several tables' state; the
     # observability refresh used about a sixth less engine CPU (bench/RESULTS.md).
     "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
