@@ -36,12 +36,10 @@ class EventLogWriter:
         the default most refreshes wrote a checkpoint of every file the log ever had (bench/RESULTS.md,
         stop 31). A table created before gets the property once; a value its owner set is kept."""
         setting = f"'{CHECKPOINT_INTERVAL}' = '{LOCAL_CHECKPOINT_INTERVAL}'"
-        if not self.spark.catalog.tableExists(self.table):
-            self.spark.sql(
-                f"CREATE TABLE IF NOT EXISTS {self.table} ({EVENT_LOG_DDL}) USING DELTA "
-                f"COMMENT '{EVENT_LOG_COMMENT}' TBLPROPERTIES ({setting})"
-            )
-            return
+        self.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {self.table} ({EVENT_LOG_DDL}) USING DELTA "
+            f"COMMENT '{EVENT_LOG_COMMENT}' TBLPROPERTIES ({setting})"
+        )
         declared = {r["key"] for r in self.spark.sql(f"SHOW TBLPROPERTIES {self.table}").collect()}
         if CHECKPOINT_INTERVAL not in declared:
             self.spark.sql(f"ALTER TABLE {self.table} SET TBLPROPERTIES ({setting})")
