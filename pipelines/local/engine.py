@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import signal
 import socket
@@ -357,11 +358,26 @@ def live_clients(home: LocalHome) -> int:
     return _live_leases(home)
 
 
+# pyspark's Connect client logs every error that has a query context as an ERROR JSON line on stderr,
+# JVM stack included, before it raises the error: a mistyped table name in `lakewatch query` printed
+# 5 KB above the one-paragraph error. lakewatch reports each error itself (the stack with --verbose).
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_query_context_logs() -> None:
+    from pyspark.logger import PySparkLogger
+
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)  # it logs at ERROR
+
+
 def connect(url: str, session_id: str | None = None, retries: Any = None) -> Any:
     """A Spark Connect session on `url` (a new server-side session unless `session_id` is given),
     retrying unanswered calls by `retries` (a pyspark retry policy; see `retries.py`), or by
     Spark Connect's own policy when None."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    quiet_query_context_logs()
 
     sid = session_id or str(uuid.uuid4())
     # pyspark's functions build Connect columns only when this process-wide flag is set.

@@ -34,6 +34,13 @@ def test_commands_share_one_engine_and_a_killed_one_is_replaced(tmp_path):
     assert info(cli.home).pid == first.pid  # the second command connected to the running engine
     assert "running" in cli.run("engine", "status").stdout
 
+    # A mistyped table: one paragraph naming the error class; pyspark's own ERROR log line (JSON,
+    # with the JVM stack) is not printed before it.
+    typo = cli.run("query", "SELECT * FROM no_such_table", expect=2)
+    assert typo.stdout == ""
+    [line] = [line for line in typo.stderr.splitlines() if line.strip()]
+    assert line.startswith("error: ") and "[TABLE_OR_VIEW_NOT_FOUND]" in line and "no_such_table" in line
+
     os.kill(first.pid, signal.SIGKILL)  # the engine crashes (out of memory, killed)
     result = cli.run("query", "--json", "SELECT 3 AS x")
     assert json.loads(result.stdout) == [{"x": 3}]
