@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from pipelines import yamltext
 from pipelines.errors import BundleError
 
 REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\[\]-]+)\}")
@@ -41,7 +42,7 @@ def _read_yaml(path: Path) -> Any:
     if not path.is_file():
         raise BundleError("BUNDLE_FILE_NOT_FOUND", {"path": str(path)})
     try:
-        return yaml.safe_load(path.read_text()) or {}
+        return yamltext.load(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise BundleError("BUNDLE_INVALID_YAML", {"path": str(path), "reason": str(e).replace("\n", " ")}) from None
 

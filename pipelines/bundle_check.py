@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
+from pipelines import yamltext
 from pipelines.bundle import BUNDLE_FILE, Bundle, load_bundle, task_pipeline_key
 from pipelines.errors import BundleError
 
@@ -120,12 +121,12 @@ def _rel(bundle_root: Path, path: Path) -> str:
 def check_structure(root: Path) -> list[Finding]:
     """Top-level, target, variable and preset keys of databricks.yml and the included files."""
     findings: list[Finding] = []
-    main = yaml.safe_load((root / BUNDLE_FILE).read_text()) or {}
+    main = yamltext.load((root / BUNDLE_FILE).read_text()) or {}
     findings += _unknown(BUNDLE_FILE, main, TOP_LEVEL_KEYS)
     files = [(BUNDLE_FILE, main)]
     for pattern in main.get("include") or []:
         for name in sorted(glob.glob(str(root / pattern))):
-            data = yaml.safe_load(Path(name).read_text()) or {}
+            data = yamltext.load(Path(name).read_text()) or {}
             findings += _unknown(_rel(root, Path(name)), data, TOP_LEVEL_KEYS)
             files.append((_rel(root, Path(name)), data))
     for file, data in files:
@@ -153,11 +154,11 @@ def check_structure(root: Path) -> list[Finding]:
 
 
 def _included_files(root: Path) -> list[tuple[str, Any]]:
-    main = yaml.safe_load((root / BUNDLE_FILE).read_text()) or {}
+    main = yamltext.load((root / BUNDLE_FILE).read_text()) or {}
     files = [(BUNDLE_FILE, main)]
     for pattern in main.get("include") or []:
         for name in sorted(glob.glob(str(root / pattern))):
-            files.append((_rel(root, Path(name)), yaml.safe_load(Path(name).read_text()) or {}))
+            files.append((_rel(root, Path(name)), yamltext.load(Path(name).read_text()) or {}))
     return files
 
 
@@ -193,7 +194,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 def check_cli_version(root: Path) -> list[Finding]:
     """`bundle.databricks_cli_version` sets a floor at least as new as the features the bundle uses."""
-    main = yaml.safe_load((root / BUNDLE_FILE).read_text()) or {}
+    main = yamltext.load((root / BUNDLE_FILE).read_text()) or {}
     where = f"{BUNDLE_FILE}: bundle.databricks_cli_version"
     floor = ".".join(map(str, MIN_CLI_VERSION))
     constraint = str(((main.get("bundle") or {}).get("databricks_cli_version")) or "")

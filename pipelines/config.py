@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from pipelines import sqltypes
+from pipelines import sqltypes, yamltext
 from pipelines.errors import ConfigError
 from pipelines.expectations import NAME_PATTERN, Action, Expectation
 
@@ -589,7 +589,7 @@ def load_tables(path: str | Path) -> TablesConfig:
     if not p.is_file():
         raise ConfigError("CONFIG_FILE_NOT_FOUND", {"path": str(p)})
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yamltext.load(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError("CONFIG_INVALID_YAML", {"path": str(p), "reason": str(e).replace("\n", " ")}) from None
     return parse_tables(str(p), data)

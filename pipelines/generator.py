@@ -34,8 +34,8 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
 
+from pipelines import yamltext
 from pipelines.config import TableSpec, TablesConfig
 from pipelines.errors import LakewatchError
 
@@ -141,7 +141,7 @@ def load_column_settings(path: Path | None) -> dict[str, dict[str, dict[str, Any
     """Optional dbldatagen settings per table and column (conf/generator.yml)."""
     if path is None or not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yamltext.load(path.read_text()) or {}
     return {str(t): dict(cols or {}) for t, cols in (data.get("tables") or {}).items()}
 
 
