@@ -47,6 +47,7 @@ class RecordedFlow:
     input_datasets: list[str]
     streaming_inputs: bool
     dataframe: Any
+    relation: Any = None  # the flow's Connect plan, as registered
     source_file: str | None = None  # where the flow was declared (SDP's Python API records it)
     source_line: int | None = None
     registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
@@ -59,6 +60,19 @@ def _is_repeated(descriptor: Any) -> bool:
     return bool(descriptor.label == descriptor.LABEL_REPEATED)
 
 
+def proto_children(message: Any) -> list[Any]:
+    """The messages directly inside a protobuf message (a Connect plan node), in field order."""
+    found: list[Any] = []
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        if _is_repeated(descriptor):
+            found.extend(item for item in value if hasattr(item, "ListFields"))
+        else:
+            found.append(value)
+    return found
+
+
 def read_tables(message: Any) -> list[tuple[str | None, bool]]:
     """(table name, is streaming) of every read in a Connect relation, in plan order; the name is None
     for a read of a data source (`spark.readStream.format(...).load()`)."""
@@ -68,15 +82,8 @@ def read_tables(message: Any) -> list[tuple[str | None, bool]]:
         if isinstance(node, pb2.Read):
             name = node.named_table.unparsed_identifier if node.HasField("named_table") else None
             found.append((name, node.is_streaming))
-        for descriptor, value in node.ListFields():
-            if descriptor.message_type is None:
-                continue
-            if _is_repeated(descriptor):
-                for item in value:
-                    if hasattr(item, "ListFields"):
-                        walk(item)
-            else:
-                walk(value)
+        for child in proto_children(node):
+            walk(child)
 
     walk(message)
     return found
@@ -125,6 +132,7 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
             input_datasets=[name for name, _ in reads if name is not None],
             streaming_inputs=any(streaming for _, streaming in reads),
             dataframe=df,
+            relation=relation,
             source_file=getattr(flow.source_code_location, "filename", None),
             source_line=getattr(flow.source_code_location, "line_number", None),
         )

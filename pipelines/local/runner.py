@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import json
 import os
 import threading
 import time
@@ -33,10 +34,11 @@ from pipelines.errors import LakewatchError, engine_message
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
-from pipelines.local import codegen, inflight, jvm_log, measure, polling
+from pipelines.local import codegen, engine, inflight, jvm_log, measure, polling
 from pipelines.local.capture import BatchProgress, ProgressCollector, session_relay
 from pipelines.local.completion_gate import CompletionGate
 from pipelines.local.home import ControlPlaneState, LocalHome
+from pipelines.local.plan_schemas import FILE_NAME as PLAN_SCHEMAS_FILE, PlanSchemas, plan_key
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import FlowSeen, SdpEvent, error_class, lost_outcomes, parse, short_name
 from pipelines.local.session import LocalSpark
@@ -127,6 +129,7 @@ class LocalRunner:
         self.print = printer
         self.verbose = verbose
         self.state = ControlPlaneState(home)
+        self.plan_schemas = PlanSchemas(home.root / "state" / PLAN_SCHEMAS_FILE)
 
     # -- public --------------------------------------------------------------------------------
     def run_update(self, request: UpdateRequest) -> UpdateResult:
@@ -625,6 +628,34 @@ class _Update:
         except Exception:  # noqa: BLE001 (not created: the flow failed before writing)
             return None
 
+    def view_schema(self, flow: Any) -> list[tuple[str, str]] | None:
+        """A view's schema: Spark's analysis of its plan, or the schema an earlier update's analysis gave
+        for the same plan under the same settings (plan_schemas: only for plans nothing outside enters)."""
+        context = self.plan_context()
+        key = plan_key(flow.relation, context) if context is not None and flow.relation is not None else None
+        known = self.runner.plan_schemas.get(key) if key else None
+        if known is not None:
+            return known
+        fields = _dataframe_schema(flow.dataframe)
+        if key and fields is not None:
+            try:
+                self.runner.plan_schemas.put(key, fields)
+            except OSError as e:  # the next update analyses it again
+                self.say(f"  warning: view schema not kept in {self.runner.plan_schemas.path}: {e}")
+        return fields
+
+    def plan_context(self) -> dict[str, str] | None:
+        """What besides the plan decides its schema: the Spark version, the engine's settings and the
+        pipeline's configuration. None on a `--remote` endpoint, whose settings lakewatch does not know."""
+        if self.runner.local.remote:
+            return None
+        info = engine.read_info(self.runner.home)
+        if info is None:
+            return None
+        conf = {k: v for k, v in self.configuration().items() if k != measure.USER_METADATA_CONF}  # the update's id
+        return {"spark_version": self.spark.version, "engine_settings": info.fingerprint,
+                "configuration": json.dumps(sorted(conf.items()))}
+
     def write_definitions(self) -> None:
         """dataset, sink and flow definitions, once per update (when its tables exist)."""
         if self.definitions_written or self.registry is None:
@@ -640,7 +671,7 @@ class _Update:
                 schemas[output.name] = self.table_schema(output.name)
             else:
                 flow = self.registry.flows.get(output.name)
-                schemas[output.name] = _dataframe_schema(flow.dataframe) if flow else None
+                schemas[output.name] = self.view_schema(flow) if flow else None
         for output in self.registry.outputs.values():
             fields = schemas.get(output.name)
             if output.dataset_type == "SINK":

@@ -110,6 +110,26 @@ def test_the_flow_that_failed_has_no_completed_event_in_its_update(tables):
     assert statuses.count("FAILED") >= 1 and "COMPLETED" not in statuses and statuses[-1] == "FAILED"
 
 
+@pytest.mark.parametrize("bronze", BRONZE)
+def test_each_update_defines_the_source_view_with_the_schema_spark_gave_its_bronze_table(tables, demo_home, bronze):
+    """The view's schema in every update's `dataset_definition`, analysed by Spark in the first update
+    and read from the state folder after it (plan_schemas), against the oracle Delta holds: the bronze
+    table Spark wrote from the view, whose columns are the view's and then `_ingested_at`."""
+    view = bronze.replace("_bronze", "_source")
+    definitions = tables.sql(
+        "SELECT origin.update_id AS u, get_json_object(details, '$.dataset_definition.schema') AS s FROM {log} "
+        f"WHERE event_type = 'dataset_definition' AND origin.dataset_name LIKE '%.{view}'",
+        log="lakewatch_ingest_event_log").collect()
+    written = [(f.name, f.dataType.simpleString()) for f in tables.table(bronze).schema.fields]
+    assert written[-1][0] == "_ingested_at"
+    assert len(definitions) == 4  # the demo's four ingest updates
+    for row in definitions:
+        assert [(f["name"], f["data_type"]) for f in json.loads(row["s"])] == written[:-1], row["u"]
+    # One analysed plan per view, not one per update: the key holds nothing of a single update.
+    kept = json.loads((demo_home / "state" / "plan_schemas.json").read_text())["schemas"]
+    assert len(kept) == len(BRONZE)
+
+
 def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and_the_cause(tables):
     failed = [r["update_id"] for r in tables.table("update_status").where("final_state = 'FAILED'").collect()]
     [insight] = tables.table("run_insights").collect()  # the demo fails one update on purpose

@@ -1,0 +1,127 @@
+"""The output schema of a view's Spark Connect plan, kept in the state folder between updates.
+
+Each update's `dataset_definition` event of a view (`{table}_source`) carries the view's schema, which
+only Spark's analysis of the view's plan gives. For a landing table's view that plan is large (the
+JSON rescue: 80 KB, about 1,500 functions), and analysing the three views of the project took about
+1.7 s of the engine's CPU in every update, an update with nothing new included (bench/RESULTS.md,
+stop 32). The schema is a function of the plan as long as nothing outside the plan enters it, so it is
+analysed once per distinct plan and read back after that.
+
+A plan is kept only when its schema cannot depend on anything but its own bytes, the Spark version
+and the settings in the key: no table or view read by name (its columns can change), no file read
+whose schema Spark takes from the files, no SQL text, no function looked up in the catalog, no
+table-valued or Python data source whose schema is computed. Anything else is analysed every time,
+as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pyspark.sql.connect.proto as pb2
+
+from pipelines.local.registry import proto_children
+
+FORMAT_VERSION = 1
+MAX_ENTRIES = 64  # distinct plans kept; a plan changes only with the code or the configuration
+FILE_NAME = "plan_schemas.json"
+
+# File sources whose schema is fixed by the format, whatever the files hold.
+FIXED_SCHEMA_FORMATS = frozenset({"text", "binaryfile"})
+
+# Relations whose output schema can depend on state outside the plan (the catalog, files, code run
+# at analysis): SQL text and its references, cached or table-valued relations, Python data sources,
+# parsing without a schema, catalog calls, extensions.
+OPEN_RELATIONS = frozenset({
+    "sql", "with_relations", "cached_remote_relation", "common_inline_user_defined_table_function",
+    "unresolved_table_valued_function", "common_inline_user_defined_data_source", "parse", "catalog",
+    "ml_relation", "extension", "unknown", "relation_changes",
+})
+OPEN_EXPRESSIONS = frozenset({"expression_string", "extension"})  # SQL text may hold a subquery
+
+Fields = list[tuple[str, str]]
+
+
+def _closed(message: Any) -> bool:
+    """Whether the schema of this plan node and everything under it depends on the plan alone."""
+    if isinstance(message, pb2.Relation) and message.WhichOneof("rel_type") in OPEN_RELATIONS:
+        return False
+    if isinstance(message, pb2.Expression) and message.WhichOneof("expr_type") in OPEN_EXPRESSIONS:
+        return False
+    if isinstance(message, pb2.Expression.UnresolvedFunction) and message.is_user_defined_function:
+        return False
+    if isinstance(message, pb2.Read):
+        if message.HasField("named_table"):
+            return False
+        source = message.data_source
+        if not source.HasField("schema") and source.format.lower() not in FIXED_SCHEMA_FORMATS:
+            return False
+    return all(_closed(child) for child in proto_children(message))
+
+
+def _canonical(message: Any, plan_ids: dict[int, int], variables: dict[tuple[str, ...], str]) -> None:
+    """Replaces what pyspark's client numbers per process by its order of first appearance in the plan,
+    so the same query built in another process, or after other queries, has the same bytes: every
+    `plan_id`, and the names of lambda variables (`x_12`: `UnresolvedNamedLambdaVariable.fresh_var_name`).
+    Both renamings are one-to-one, so two plans meet only when they differ in these numbers alone."""
+    if isinstance(message, pb2.Expression.UnresolvedNamedLambdaVariable):
+        parts = tuple(message.name_parts)
+        name = variables.setdefault(parts, f"v{len(variables) + 1}")
+        del message.name_parts[:]
+        message.name_parts.append(name)
+    for descriptor, value in message.ListFields():
+        if descriptor.name == "plan_id" and descriptor.message_type is None and not isinstance(value, Sequence):
+            setattr(message, "plan_id", plan_ids.setdefault(value, len(plan_ids) + 1))
+    for child in proto_children(message):
+        _canonical(child, plan_ids, variables)
+
+
+def plan_key(relation: Any, context: Mapping[str, str]) -> str | None:
+    """The key of a Connect relation's schema under `context` (the Spark version, the engine's and
+    the pipeline's settings), or None when the plan's schema may depend on anything outside it."""
+    if not _closed(relation):
+        return None
+    canonical = type(relation)()
+    canonical.CopyFrom(relation)
+    _canonical(canonical, {}, {})
+    digest = hashlib.sha256()
+    digest.update(json.dumps({"format": FORMAT_VERSION, **context}, sort_keys=True).encode())
+    digest.update(canonical.SerializeToString(deterministic=True))
+    return digest.hexdigest()
+
+
+class PlanSchemas:
+    """The schemas of analysed plans, in one JSON file of the state folder. A file that cannot be
+    read (or has another format) counts as empty: the next analysis writes it anew."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, Fields] | None = None
+
+    def _load(self) -> dict[str, Fields]:
+        if self._entries is None:
+            try:
+                data = json.loads(self.path.read_text())
+                entries = data["schemas"] if data.get("format") == FORMAT_VERSION else {}
+                self._entries = {k: [(str(n), str(t)) for n, t in v] for k, v in entries.items()}
+            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+                self._entries = {}
+        return self._entries
+
+    def get(self, key: str) -> Fields | None:
+        return self._load().get(key)
+
+    def put(self, key: str, fields: Fields) -> None:
+        entries = self._load()
+        entries.pop(key, None)
+        entries[key] = list(fields)
+        while len(entries) > MAX_ENTRIES:  # the oldest first (dicts keep insertion order)
+            entries.pop(next(iter(entries)))
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"format": FORMAT_VERSION, "schemas": entries}))
+        os.replace(tmp, self.path)  # readers see the old file or the new one, never a part
