@@ -7,11 +7,14 @@ JSON rescue: 80 KB, about 1,500 functions), and analysing the three views of the
 stop 32). The schema is a function of the plan as long as nothing outside the plan enters it, so it is
 analysed once per distinct plan and read back after that.
 
-A plan is kept only when its schema cannot depend on anything but its own bytes, the Spark version
-and the settings in the key: no table or view read by name (its columns can change), no file read
-whose schema Spark takes from the files, no SQL text, no function looked up in the catalog, no
-table-valued or Python data source whose schema is computed. Anything else is analysed every time,
-as before.
+A plan is kept only when its schema cannot depend on anything but its own bytes and the session
+facts in the key (the Spark version, the engine's settings, the session's SQL settings, the pipeline
+configuration, the session's user functions): no table or view read by name (its columns can change),
+no file read whose schema Spark takes from the files (a format that infers one, or partition folders
+such as `day=1/` under the read's folder), no SQL text, no function that is not built in, no
+table-valued or Python data source, no pivot or transpose whose columns come from the data. Anything
+else is analysed every time, as before. Not seen: a temporary function registered under a built-in's
+name (Spark lists it as neither), whose plan would have to stay byte for byte the same.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -26,7 +30,7 @@ import pyspark.sql.connect.proto as pb2
 
 from pipelines.local.registry import proto_children
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAX_ENTRIES = 64  # distinct plans kept; a plan changes only with the code or the configuration
 FILE_NAME = "plan_schemas.json"
 
@@ -34,33 +38,65 @@ FILE_NAME = "plan_schemas.json"
 FIXED_SCHEMA_FORMATS = frozenset({"text", "binaryfile"})
 
 # Relations whose output schema can depend on state outside the plan (the catalog, files, code run
-# at analysis): SQL text and its references, cached or table-valued relations, Python data sources,
-# parsing without a schema, catalog calls, extensions.
+# at analysis, the data): SQL text and its references, cached or table-valued relations, Python data
+# sources, parsing without a schema, catalog calls, extensions; transpose and crosstab, whose columns
+# are values of the data.
 OPEN_RELATIONS = frozenset({
     "sql", "with_relations", "cached_remote_relation", "common_inline_user_defined_table_function",
     "unresolved_table_valued_function", "common_inline_user_defined_data_source", "parse", "catalog",
-    "ml_relation", "extension", "unknown", "relation_changes",
+    "ml_relation", "extension", "unknown", "relation_changes", "transpose", "crosstab",
 })
-OPEN_EXPRESSIONS = frozenset({"expression_string", "extension"})  # SQL text may hold a subquery
+OPEN_EXPRESSIONS = frozenset({"expression_string", "call_function", "extension"})  # SQL text; by name
 
 Fields = list[tuple[str, str]]
 
 
-def _closed(message: Any) -> bool:
+@dataclass(frozen=True)
+class Session:
+    """What a plan's analysis reads besides the plan. `context`: the Spark version, the engine's
+    settings, the session's SQL settings and the pipeline configuration; `user_functions`: the names
+    `SHOW USER FUNCTIONS` lists (temporary and catalog functions), which a call by name could mean."""
+
+    context: Mapping[str, str]
+    user_functions: frozenset[str] = frozenset()
+
+
+def _flat_local_folder(path: str) -> bool:
+    """Whether `path` is a folder of this machine with no folder inside: then Spark finds no partition
+    columns (`day=1/`) to add to a file read's schema."""
+    local = path[len("file://"):] if path.startswith("file://") else path[len("file:"):] if path.startswith("file:") else path
+    if "://" in local or any(c in local for c in "*?[{"):
+        return False
+    try:
+        with os.scandir(local) as entries:
+            return not any(entry.is_dir() for entry in entries)
+    except OSError:
+        return False
+
+
+def _closed(message: Any, session: Session) -> bool:
     """Whether the schema of this plan node and everything under it depends on the plan alone."""
     if isinstance(message, pb2.Relation) and message.WhichOneof("rel_type") in OPEN_RELATIONS:
         return False
     if isinstance(message, pb2.Expression) and message.WhichOneof("expr_type") in OPEN_EXPRESSIONS:
         return False
-    if isinstance(message, pb2.Expression.UnresolvedFunction) and message.is_user_defined_function:
-        return False
+    if isinstance(message, pb2.Expression.UnresolvedFunction):
+        name = message.function_name.lower()
+        if message.is_user_defined_function or "." in name or name in session.user_functions:
+            return False
+    if isinstance(message, pb2.Aggregate) and message.group_type == pb2.Aggregate.GROUP_TYPE_PIVOT \
+            and not message.pivot.values:
+        return False  # the pivot's columns are the values the data holds
     if isinstance(message, pb2.Read):
         if message.HasField("named_table"):
             return False
         source = message.data_source
         if not source.HasField("schema") and source.format.lower() not in FIXED_SCHEMA_FORMATS:
             return False
-    return all(_closed(child) for child in proto_children(message))
+        if source.options.get("recursiveFileLookup", "").lower() != "true" \
+                and not all(_flat_local_folder(p) for p in source.paths):
+            return False
+    return all(_closed(child, session) for child in proto_children(message))
 
 
 def _canonical(message: Any, plan_ids: dict[int, int], variables: dict[tuple[str, ...], str]) -> None:
@@ -80,16 +116,20 @@ def _canonical(message: Any, plan_ids: dict[int, int], variables: dict[tuple[str
         _canonical(child, plan_ids, variables)
 
 
-def plan_key(relation: Any, context: Mapping[str, str]) -> str | None:
-    """The key of a Connect relation's schema under `context` (the Spark version, the engine's and
-    the pipeline's settings), or None when the plan's schema may depend on anything outside it."""
-    if not _closed(relation):
+def plan_key(relation: Any, session: Session) -> str | None:
+    """The key of a Connect relation's schema in `session`, or None when the plan's schema may depend
+    on anything outside it (or the plan is too deep to walk)."""
+    try:
+        if not _closed(relation, session):
+            return None
+        canonical = type(relation)()
+        canonical.CopyFrom(relation)
+        _canonical(canonical, {}, {})
+    except RecursionError:
         return None
-    canonical = type(relation)()
-    canonical.CopyFrom(relation)
-    _canonical(canonical, {}, {})
     digest = hashlib.sha256()
-    digest.update(json.dumps({"format": FORMAT_VERSION, **context}, sort_keys=True).encode())
+    digest.update(json.dumps({"format": FORMAT_VERSION, **session.context,
+                              "user_functions": sorted(session.user_functions)}, sort_keys=True).encode())
     digest.update(canonical.SerializeToString(deterministic=True))
     return digest.hexdigest()
 

@@ -39,6 +39,7 @@ from pipelines.local.capture import BatchProgress, ProgressCollector, session_re
 from pipelines.local.completion_gate import CompletionGate
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.plan_schemas import FILE_NAME as PLAN_SCHEMAS_FILE, PlanSchemas, plan_key
+from pipelines.local.plan_schemas import Session as PlanSession
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import FlowSeen, SdpEvent, error_class, lost_outcomes, parse, short_name
 from pipelines.local.session import LocalSpark
@@ -177,6 +178,7 @@ class _Update:
         )
         self.sdp_events: list[SdpEvent] = []
         self.definitions_written = False
+        self._plan_session: PlanSession | bool | None = None  # False: could not be read
         self.clock = Timings()
         self.flow_records: dict[str, inflight.FlowRecord] = {}
         self.registry: RecordingRegistry | None = None
@@ -630,9 +632,9 @@ class _Update:
 
     def view_schema(self, flow: Any) -> list[tuple[str, str]] | None:
         """A view's schema: Spark's analysis of its plan, or the schema an earlier update's analysis gave
-        for the same plan under the same settings (plan_schemas: only for plans nothing outside enters)."""
-        context = self.plan_context()
-        key = plan_key(flow.relation, context) if context is not None and flow.relation is not None else None
+        for the same plan in the same session settings (plan_schemas: only for plans nothing outside enters)."""
+        session = self.plan_session()
+        key = plan_key(flow.relation, session) if session is not None and flow.relation is not None else None
         known = self.runner.plan_schemas.get(key) if key else None
         if known is not None:
             return known
@@ -644,17 +646,30 @@ class _Update:
                 self.say(f"  warning: view schema not kept in {self.runner.plan_schemas.path}: {e}")
         return fields
 
-    def plan_context(self) -> dict[str, str] | None:
-        """What besides the plan decides its schema: the Spark version, the engine's settings and the
-        pipeline's configuration. None on a `--remote` endpoint, whose settings lakewatch does not know."""
-        if self.runner.local.remote:
-            return None
-        info = engine.read_info(self.runner.home)
-        if info is None:
-            return None
-        conf = {k: v for k, v in self.configuration().items() if k != measure.USER_METADATA_CONF}  # the update's id
-        return {"spark_version": self.spark.version, "engine_settings": info.fingerprint,
-                "configuration": json.dumps(sorted(conf.items()))}
+    def plan_session(self) -> PlanSession | None:
+        """What besides a plan decides its schema, read once per update: the Spark version, the engine's
+        settings, the session's SQL settings (a job's SQL task may have SET one), the pipeline
+        configuration and the user functions. None on a `--remote` endpoint, whose settings lakewatch
+        does not know, or when they cannot be read (then every view is analysed)."""
+        if self._plan_session is None:
+            self._plan_session = False
+            info = None if self.runner.local.remote else engine.read_info(self.runner.home)
+            if info is not None:
+                try:
+                    per_update = {codegen.FACTORY_MODE, polling.POLLING_INTERVAL}  # chosen by each update's backlog
+                    sql = {k: v for k, v in self.spark.conf.getAll.items()
+                           if k.startswith("spark.sql.") and k not in per_update}
+                    conf = {k: v for k, v in self.configuration().items() if k != measure.USER_METADATA_CONF}
+                    functions = frozenset(str(r[0]).rsplit(".", 1)[-1].lower()
+                                          for r in self.spark.sql("SHOW USER FUNCTIONS").collect())
+                    self._plan_session = PlanSession({
+                        "spark_version": self.spark.version, "engine_settings": info.fingerprint,
+                        "sql_conf": json.dumps(sorted(sql.items())), "configuration": json.dumps(sorted(conf.items())),
+                    }, functions)
+                except Exception as e:  # noqa: BLE001 (then the views are analysed, as before)
+                    self.say(f"  warning: view schemas analysed anew: the session's settings could not be read: "
+                             f"{_one_line(str(e))}")
+        return self._plan_session or None
 
     def write_definitions(self) -> None:
         """dataset, sink and flow definitions, once per update (when its tables exist)."""
