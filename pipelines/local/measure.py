@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -139,6 +141,42 @@ def update_commits(spark: Any, table: str, update_id: str, limit: int = 50) -> U
     # collect() returns naive local time; make it an aware UTC time.
     commits = [(r["timestamp"].astimezone(timezone.utc), dict(r["operationMetrics"] or {})) for r in mine]
     return UpdateCommits(commits, max(earlier) if mine and earlier else None)
+
+
+COMMIT_FILE = re.compile(r"[0-9]{20}\.json")
+
+
+def update_commits_in_log(table_dir: Path, update_id: str, limit: int = 50) -> UpdateCommits | None:
+    """`update_commits` read from the table's Delta log on this machine instead of through Spark: the
+    newest `limit` commit files, each with its `commitInfo` (the operation metrics and userMetadata
+    DESCRIBE HISTORY shows) and the file's modification time as the commit's time (as DESCRIBE HISTORY
+    gives it for tables without in-commit timestamps). None when the log cannot be read or holds no
+    commit of the update: then ask Spark (a table elsewhere, or a commit not written to this folder)."""
+    log = table_dir / "_delta_log"
+    try:
+        names = sorted(n for n in os.listdir(log) if COMMIT_FILE.fullmatch(n))
+    except OSError:
+        return None
+    tag = commit_tag(update_id)
+    found: list[tuple[int, datetime, dict[str, str], str | None]] = []
+    for name in names[-limit:]:
+        path = log / name
+        try:
+            actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            at = datetime.fromtimestamp(path.stat().st_mtime_ns // 1_000_000 / 1000, tz=timezone.utc)  # Hadoop's ms
+        except (OSError, ValueError):
+            return None
+        info = next((a["commitInfo"] for a in actions if isinstance(a, dict) and "commitInfo" in a), None)
+        if not isinstance(info, dict):
+            return None
+        found.append((int(name[:20]), at, dict(info.get("operationMetrics") or {}), info.get("userMetadata")))
+    mine = [(version, at, metrics) for version, at, metrics, meta in found if meta == tag]
+    if not mine:
+        return None
+    first = min(version for version, _, _ in mine)
+    earlier = [version for version, _, _, meta in found if meta != tag and version < first]
+    newest_first = sorted(mine, key=lambda commit: -commit[0])  # as DESCRIBE HISTORY lists them
+    return UpdateCommits([(at, metrics) for _, at, metrics in newest_first], max(earlier) if earlier else None)
 
 
 def metric_of(metrics: Mapping[str, str], metric: str) -> int | None:

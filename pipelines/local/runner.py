@@ -847,8 +847,7 @@ class _Update:
             if output is not None and output.dataset_type == "MATERIALIZED_VIEW" and result is not None \
                     and result.status == "COMPLETED":
                 refreshed.append(flow)
-        history = _in_parallel(lambda f: measure.update_commits(self.spark, self.qualified(f.target), self.update_id),
-                               refreshed, key=lambda f: f.name)
+        history = _in_parallel(self.view_commits, refreshed, key=lambda f: f.name)
         for flow in refreshed:
             result = self.flow_status[self.sdp_flow_name(flow.name)]
             commits = history[flow.name].commits
@@ -871,6 +870,17 @@ class _Update:
                                     status="COMPLETED", streaming=False,
                                     num_output_bytes=written_bytes))
             result.rows_written = written
+
+    def view_commits(self, flow: Any) -> measure.UpdateCommits:
+        """The update's commits to a materialized view: read from its Delta log when the table is in the
+        local engine's warehouse (29 `DESCRIBE HISTORY` took 3.3 s after each refresh), else from Spark."""
+        if not self.runner.local.remote and self.catalog == "spark_catalog":
+            schema_dir = self.runner.home.warehouse if self.schema == "default" else \
+                self.runner.home.warehouse / f"{self.schema.lower()}.db"
+            found = measure.update_commits_in_log(schema_dir / flow.target.lower(), self.update_id)
+            if found is not None:
+                return found
+        return measure.update_commits(self.spark, self.qualified(flow.target), self.update_id)
 
     def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:
         from pyspark.sql import functions as F
