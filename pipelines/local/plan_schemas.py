@@ -64,7 +64,11 @@ class Session:
 def _flat_local_folder(path: str) -> bool:
     """Whether `path` is a folder of this machine with no folder inside: then Spark finds no partition
     columns (`day=1/`) to add to a file read's schema."""
-    local = path[len("file://"):] if path.startswith("file://") else path[len("file:"):] if path.startswith("file:") else path
+    local = path
+    for scheme in ("file://", "file:"):
+        if local.startswith(scheme):
+            local = local[len(scheme):]
+            break
     if "://" in local or any(c in local for c in "*?[{"):
         return False
     try:
@@ -93,8 +97,9 @@ def _closed(message: Any, session: Session) -> bool:
         source = message.data_source
         if not source.HasField("schema") and source.format.lower() not in FIXED_SCHEMA_FORMATS:
             return False
+        paths = [*source.paths, *([source.options["path"]] if "path" in source.options else [])]
         if source.options.get("recursiveFileLookup", "").lower() != "true" \
-                and not all(_flat_local_folder(p) for p in source.paths):
+                and not all(_flat_local_folder(p) for p in paths):
             return False
     return all(_closed(child, session) for child in proto_children(message))
 

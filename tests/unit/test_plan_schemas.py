@@ -93,6 +93,8 @@ def test_a_read_of_a_folder_with_partition_folders_or_none_at_all_is_not_kept(la
     assert plan_key(landing_view(str(tmp_path / "missing")).plan(None), SESSION) is None
     (Path(landing) / "day=2026-12-01").mkdir()  # Spark adds a `day` column from such folders
     assert plan_key(landing_view(landing).plan(None), SESSION) is None
+    as_option = DataSource(format="text", options={"path": landing}, is_streaming=True)  # `.option("path", ...)`
+    assert plan_key(as_option.plan(None), SESSION) is None
     recursive = landing_view(landing).plan(None)
     recursive.project.input.filter.input.read.data_source.options["recursiveFileLookup"] = "true"
     assert plan_key(recursive, SESSION) is not None  # Spark infers no partitions then
