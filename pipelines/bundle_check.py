@@ -121,14 +121,10 @@ def _rel(bundle_root: Path, path: Path) -> str:
 def check_structure(root: Path) -> list[Finding]:
     """Top-level, target, variable and preset keys of databricks.yml and the included files."""
     findings: list[Finding] = []
-    main = yamltext.load((root / BUNDLE_FILE).read_text()) or {}
-    findings += _unknown(BUNDLE_FILE, main, TOP_LEVEL_KEYS)
-    files = [(BUNDLE_FILE, main)]
-    for pattern in main.get("include") or []:
-        for name in sorted(glob.glob(str(root / pattern))):
-            data = yamltext.load(Path(name).read_text()) or {}
-            findings += _unknown(_rel(root, Path(name)), data, TOP_LEVEL_KEYS)
-            files.append((_rel(root, Path(name)), data))
+    files = _included_files(root)
+    main = files[0][1]
+    for file, data in files:
+        findings += _unknown(file, data, TOP_LEVEL_KEYS)
     for file, data in files:
         if not isinstance(data, Mapping):
             continue

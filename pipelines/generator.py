@@ -34,7 +34,6 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-
 from pipelines import yamltext
 from pipelines.config import TableSpec, TablesConfig
 from pipelines.errors import LakewatchError
