@@ -146,35 +146,55 @@ def update_commits(spark: Any, table: str, update_id: str, limit: int = 50) -> U
 COMMIT_FILE = re.compile(r"[0-9]{20}\.json")
 
 
-def update_commits_in_log(table_dir: Path, update_id: str, limit: int = 50) -> UpdateCommits | None:
-    """`update_commits` read from the table's Delta log on this machine instead of through Spark: the
-    newest `limit` commit files, each with its `commitInfo` (the operation metrics and userMetadata
-    DESCRIBE HISTORY shows) and the file's modification time as the commit's time (as DESCRIBE HISTORY
-    gives it for tables without in-commit timestamps). None when the log cannot be read or holds no
-    commit of the update: then ask Spark (a table elsewhere, or a commit not written to this folder)."""
+def local_table_dir(warehouse: Path, table: str) -> Path | None:
+    """Where the local engine keeps a managed table `spark_catalog.<schema>.<table>`: its Delta log is
+    read there instead of asking Spark for DESCRIBE HISTORY. None for a name in another catalog."""
+    parts = table.replace("`", "").split(".")
+    if len(parts) != 3 or parts[0].lower() != "spark_catalog":
+        return None
+    schema, name = parts[1].lower(), parts[2].lower()
+    return (warehouse if schema == "default" else warehouse / f"{schema}.db") / name
+
+
+def log_commits(table_dir: Path, limit: int | None = None) -> list[tuple[int, datetime, dict[str, Any]]] | None:
+    """The newest `limit` (or all) commits in the table's Delta log on this machine, oldest first: the
+    version, the file's modification time as the commit's time (as DESCRIBE HISTORY gives it for tables
+    without in-commit timestamps, in Hadoop's milliseconds), and the `commitInfo` action. None when the
+    log cannot be listed or a commit file cannot be read: then ask Spark."""
     log = table_dir / "_delta_log"
     try:
         names = sorted(n for n in os.listdir(log) if COMMIT_FILE.fullmatch(n))
     except OSError:
         return None
-    tag = commit_tag(update_id)
-    found: list[tuple[int, datetime, dict[str, str], str | None]] = []
-    for name in names[-limit:]:
+    found = []
+    for name in names[-limit:] if limit else names:
         path = log / name
         try:
             actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            at = datetime.fromtimestamp(path.stat().st_mtime_ns // 1_000_000 / 1000, tz=timezone.utc)  # Hadoop's ms
+            at = datetime.fromtimestamp(path.stat().st_mtime_ns // 1_000_000 / 1000, tz=timezone.utc)
         except (OSError, ValueError):
             return None
         info = next((a["commitInfo"] for a in actions if isinstance(a, dict) and "commitInfo" in a), None)
         if not isinstance(info, dict):
             return None
-        found.append((int(name[:20]), at, dict(info.get("operationMetrics") or {}), info.get("userMetadata")))
-    mine = [(version, at, metrics) for version, at, metrics, meta in found if meta == tag]
+        found.append((int(name[:20]), at, info))
+    return found
+
+
+def update_commits_in_log(table_dir: Path, update_id: str, limit: int = 50) -> UpdateCommits | None:
+    """`update_commits` read from the table's Delta log on this machine instead of through Spark
+    (`log_commits`). None when the log cannot be read or holds no commit of the update: then ask Spark
+    (a table elsewhere, or a commit not written to this folder)."""
+    commits = log_commits(table_dir, limit)
+    if commits is None:
+        return None
+    tag = commit_tag(update_id)
+    mine = [(version, at, dict(info.get("operationMetrics") or {}))
+            for version, at, info in commits if info.get("userMetadata") == tag]
     if not mine:
         return None
     first = min(version for version, _, _ in mine)
-    earlier = [version for version, _, _, meta in found if meta != tag and version < first]
+    earlier = [version for version, _, info in commits if info.get("userMetadata") != tag and version < first]
     newest_first = sorted(mine, key=lambda commit: -commit[0])  # as DESCRIBE HISTORY lists them
     return UpdateCommits([(at, metrics) for _, at, metrics in newest_first], max(earlier) if earlier else None)
 
@@ -191,6 +211,20 @@ def metric_of(metrics: Mapping[str, str], metric: str) -> int | None:
     return int(value)
 
 
+def _add_batch_metric(found: dict[int, int], params: Mapping[str, str] | None, metrics: Mapping[str, str] | None,
+                      qid: str, wanted: set[int], metric: str) -> int | None:
+    """Adds one commit's `metric` to its micro-batch when the commit is one of `wanted` of query `qid`;
+    returns the commit's micro-batch (None: not a commit of that query)."""
+    params = params or {}
+    if params.get("queryId") != qid or params.get("epochId") is None:
+        return None
+    batch = int(params["epochId"])
+    value = metric_of(metrics or {}, metric)
+    if batch in wanted and value is not None:
+        found[batch] = found.get(batch, 0) + value
+    return batch
+
+
 def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int],
                    metric: str = "numOutputRows", last_commits: int | None = None) -> dict[int, int]:
     """Rows (or another Delta operation metric, such as `numOutputBytes`) each of `batches` appended to
@@ -204,12 +238,25 @@ def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[i
     rows = spark.sql(f"DESCRIBE HISTORY {table}{limit}").select("operationParameters", "operationMetrics").collect()
     found: dict[int, int] = {}
     for row in rows:
-        params = dict(row["operationParameters"] or {})
-        metrics = dict(row["operationMetrics"] or {})
-        if params.get("queryId") != qid or params.get("epochId") is None:
-            continue
-        batch = int(params["epochId"])
-        value = metric_of(metrics, metric)
-        if batch in wanted and value is not None:
-            found[batch] = found.get(batch, 0) + value
+        _add_batch_metric(found, row["operationParameters"], row["operationMetrics"], qid, wanted, metric)
     return found
+
+
+def rows_per_batch_in_log(table_dir: Path, checkpoint: Path, batches: Iterable[int],
+                          metric: str = "numOutputRows", last_commits: int | None = None) -> dict[int, int] | None:
+    """`rows_per_batch` read from the table's Delta log on this machine (`log_commits`) instead of
+    through Spark. None unless every one of `batches` has a commit there: then ask Spark (a table
+    elsewhere, or a batch older than the commits read)."""
+    wanted = {int(b) for b in batches}
+    qid = query_id(checkpoint)
+    if not wanted or qid is None:
+        return {}
+    commits = log_commits(table_dir, last_commits)
+    if commits is None:
+        return None
+    found: dict[int, int] = {}
+    seen: set[int | None] = set()
+    for _, _, info in commits:
+        seen.add(_add_batch_metric(found, info.get("operationParameters"), info.get("operationMetrics"),
+                                   qid, wanted, metric))
+    return found if wanted <= seen else None

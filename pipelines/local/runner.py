@@ -812,9 +812,17 @@ class _Update:
                     and self.checkpoint(f) is not None]
 
         def bytes_of(flow: str) -> dict[int, int]:  # no lookup for a flow with no batch left to look up
-            return measure.rows_per_batch(self.spark, self.flow_records[flow].target_table, self.checkpoint(flow),
-                                          batches[flow], metric="numOutputBytes",
-                                          last_commits=2 * len(batches[flow]) + 10)
+            table, checkpoint = self.flow_records[flow].target_table, self.checkpoint(flow)
+            assert table is not None and checkpoint is not None
+            limit = 2 * len(batches[flow]) + 10
+            sink = adapter.LOCAL_GRAPH.sinks.get(self.flow_records[flow].target or "") \
+                if self.flow_records[flow].is_sink else None
+            table_dir = self.local_table_dir(table, sink.path if sink is not None else None)
+            if table_dir is not None:  # the streaming tables' DESCRIBE HISTORY took 1.7 s per update
+                found = measure.rows_per_batch_in_log(table_dir, checkpoint, batches[flow], "numOutputBytes", limit)
+                if found is not None:
+                    return found
+            return measure.rows_per_batch(self.spark, table, checkpoint, batches[flow], "numOutputBytes", limit)
 
         found = _in_parallel(bytes_of, measured)
         for flow in measured:
@@ -874,13 +882,19 @@ class _Update:
     def view_commits(self, flow: Any) -> measure.UpdateCommits:
         """The update's commits to a materialized view: read from its Delta log when the table is in the
         local engine's warehouse (29 `DESCRIBE HISTORY` took 3.3 s after each refresh), else from Spark."""
-        if not self.runner.local.remote and self.catalog == "spark_catalog":
-            schema_dir = self.runner.home.warehouse if self.schema == "default" else \
-                self.runner.home.warehouse / f"{self.schema.lower()}.db"
-            found = measure.update_commits_in_log(schema_dir / flow.target.lower(), self.update_id)
-            if found is not None:
-                return found
-        return measure.update_commits(self.spark, self.qualified(flow.target), self.update_id)
+        table_dir = self.local_table_dir(flow.target)
+        found = measure.update_commits_in_log(table_dir, self.update_id) if table_dir is not None else None
+        return found if found is not None else \
+            measure.update_commits(self.spark, self.qualified(flow.target), self.update_id)
+
+    def local_table_dir(self, table: str, location: str | None = None) -> Path | None:
+        """The folder of a table on this machine: `location` (a sink's path), else the managed table's
+        folder in the local engine's warehouse. None on `--remote`."""
+        if self.runner.local.remote:
+            return None
+        if location is not None:
+            return Path(C.to_local_path(location))
+        return measure.local_table_dir(self.runner.home.warehouse, self.qualified(table))
 
     def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:
         from pyspark.sql import functions as F

@@ -3,6 +3,7 @@ Delta's own DESCRIBE HISTORY of the same table (what `measure.update_commits` as
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pipelines.local import measure
@@ -45,3 +46,44 @@ def test_without_a_commit_of_the_update_or_a_log_it_asks_spark(spark, tmp_path):
     assert measure.update_commits_in_log(tmp_path / "missing", "u1") is None
     (path / "_delta_log" / "00000000000000000001.json").write_text("{not json\n")
     assert measure.update_commits_in_log(Path(path), "u1") is None
+
+
+def stream_batches(spark, landing: Path, table_dir: Path, checkpoint: Path) -> None:
+    """One availableNow run of a streaming query that appends `landing`'s text files to a Delta
+    table, one file per micro-batch (as an ingest flow commits them)."""
+    query = (spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(landing))
+             .writeStream.format("delta").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start(str(table_dir)))
+    query.awaitTermination()
+
+
+def test_a_streaming_querys_batches_from_the_log_are_what_describe_history_gives(spark, tmp_path):
+    landing, table_dir, checkpoint = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoint"
+    landing.mkdir()
+    for i, lines in enumerate([3, 5]):
+        (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{n}\n" for n in range(lines)))
+        os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads oldest first
+    stream_batches(spark, landing, table_dir, checkpoint)
+    commit(spark, f"INSERT INTO delta.`{table_dir}` VALUES ('not a batch')", "u1")  # another writer between
+    (landing / "part-2.txt").write_text("row 2.0\n")
+    stream_batches(spark, landing, table_dir, checkpoint)
+
+    table = f"delta.`{table_dir}`"
+    for metric in ("numOutputRows", "numOutputBytes"):
+        from_log = measure.rows_per_batch_in_log(table_dir, checkpoint, [0, 1, 2], metric)
+        assert from_log == measure.rows_per_batch(spark, table, checkpoint, [0, 1, 2], metric)
+    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [0, 1, 2]) == {0: 3, 1: 5, 2: 1}  # the files' lines
+    # The newest two commits hold only batch 2 (and the other writer's): what the log read holds, Spark's does.
+    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [2], last_commits=2) == \
+        measure.rows_per_batch(spark, table, checkpoint, [2], last_commits=2) == {2: 1}
+    # A batch the commits read do not hold (older, or another table's folder): ask Spark.
+    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [1, 2], last_commits=2) is None
+    assert measure.rows_per_batch_in_log(tmp_path / "missing", checkpoint, [0]) is None
+
+
+def test_a_managed_table_of_the_local_catalog_has_a_folder_in_the_warehouse(tmp_path):
+    assert measure.local_table_dir(tmp_path, "spark_catalog.Lakewatch.Orders_Bronze") == \
+        tmp_path / "lakewatch.db" / "orders_bronze"
+    assert measure.local_table_dir(tmp_path, "spark_catalog.default.t") == tmp_path / "t"
+    assert measure.local_table_dir(tmp_path, "main.lakewatch.t") is None
+    assert measure.local_table_dir(tmp_path, "t") is None
