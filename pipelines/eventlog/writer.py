@@ -105,6 +105,10 @@ class EventLogStream:
         if self.urgent(event):
             self._wake.set()
 
+    def flush_soon(self) -> None:
+        """Has the background thread write what is pending now, without waiting for the interval."""
+        self._wake.set()
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._wake.wait(self.interval)

@@ -257,8 +257,10 @@ class _Update:
                 self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {namespace}")
             self.writer.ensure_table()
             inflight.save(self.runner.home, self.record)
-            self.stream.flush()
+            # The update's first events are written while the definitions register (a Delta commit,
+            # 0.5 s that the update used to wait for); the journal holds them on disk already.
             self.stream.start()
+            self.stream.flush_soon()
 
         error: BaseException | None = None
         final_state = "COMPLETED"
