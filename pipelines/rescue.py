@@ -329,11 +329,6 @@ def rescue_json_lines(
     at = slow.select("*", F.array(*[_reader_occurrence(entries, k, c) for k, c in enumerate(columns)]).alias(f"{_P}at"))
     at_col = F.col(f"{_P}at")
 
-    def typed_column(k: int, c: SchemaColumn) -> Column:
-        kept = F.get(entries, F.get(at_col, k))
-        value = F.when(plain | ~exact, typed[c.name]).otherwise(F.when(_fits(kept, k, c), _value(kept, k, c)))
-        return F.when(~corrupt, value).alias(c.name)
-
     def rescued(e: Column, i: Column) -> Column:
         typed_here = _by_key(e["key"], {c.name: (i == F.get(at_col, k)) & _fits(e, k, c) for k, c in enumerate(columns)}, F.lit(False))
         return ~e["is_null"] & ~typed_here
@@ -346,9 +341,22 @@ def rescue_json_lines(
         return F.transform(fields, lambda e: F.struct(e["key"].alias("key"), e["value"].alias("value")))
 
     fields = F.when(exact, pairs(F.filter(entries, rescued))).otherwise(pairs(F.filter(compact, rescued_compact)))
-    return at.select(
+    # The member each column keeps, and the rescued fields, are columns of their own: each is read
+    # several times below, and an expression written out at every use is analysed (in every update,
+    # twice by SDP) and, inside lambdas, evaluated at every use.
+    kept = at.select(
+        "*", *[F.get(entries, F.get(at_col, k)).alias(f"{_P}kept{k}") for k in range(len(columns))],
+        F.when(~plain, fields).alias(f"{_P}fields"),
+    )
+
+    def typed_column(k: int, c: SchemaColumn) -> Column:
+        member = F.col(f"{_P}kept{k}")
+        value = F.when(plain | ~exact, typed[c.name]).otherwise(F.when(_fits(member, k, c), _value(member, k, c)))
+        return F.when(~corrupt, value).alias(c.name)
+
+    return kept.select(
         *[typed_column(k, c) for k, c in enumerate(columns)],
-        F.when(~plain, rescued_json(fields, F.col(file_path))).alias(RESCUED_DATA),
+        F.when(~plain, rescued_json(F.col(f"{_P}fields"), F.col(file_path))).alias(RESCUED_DATA),
         F.when(corrupt, F.coalesce(raw, body)).alias(CORRUPT_RECORD),
         *[F.col(c) for c in passthrough],
     )
