@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
+from urllib.parse import urlparse
 
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
@@ -268,6 +269,9 @@ class _Update:
             with self.clock("register definitions"):
                 self.register()
                 self.record_flows()
+            # The first events must be in the table before any flow runs: this waits for the background
+            # write (done by now, as a rule) and raises when the event log cannot be written.
+            self.stream.flush()
             for table, notes in sorted(adapter.LOCAL_GRAPH.source_notes.items()):
                 for note in notes:
                     self.say(f"  note: table '{table}': {note}")
@@ -780,7 +784,8 @@ class _Update:
 
     def tally_streaming_rows(self) -> None:
         """Rows each streaming flow wrote in the update (for the summary; 0 when it committed nothing)."""
-        assert self.collector is not None
+        if self.collector is None:  # the pipeline never started (registration failed): no flow ran
+            return
         for batch in self.collector.snapshot():
             flow = short_name(batch.flow)
             written = batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
@@ -797,7 +802,8 @@ class _Update:
         its micro-batches: one METRICS event per flow, without a batch id (so it adds no micro-batch and
         no row count). A flow with a micro-batch whose commit carries no byte count gets none (NULL).
         A micro-batch that wrote no rows (its observed count) added no file: 0 bytes, without a lookup."""
-        assert self.collector is not None
+        if self.collector is None:  # the pipeline never started (registration failed): no flow ran
+            return
         batches: dict[str, list[int]] = {}  # flow -> its micro-batches that wrote rows (or an unknown count)
         ended: dict[str, datetime] = {}
         for batch in self.collector.snapshot():
@@ -838,7 +844,8 @@ class _Update:
         0 bytes: one METRICS event without a batch id says so, so its rows in flow_throughput are 0
         instead of NULL (not measured). Only when its checkpoint committed no batch in this update
         either, so a batch whose progress event never arrived stays unmeasured."""
-        assert self.collector is not None
+        if self.collector is None:  # the pipeline never started (registration failed): no flow ran
+            return
         completed = {flow for flow in adapter.LOCAL_GRAPH.measured_flows if self.checkpoint(flow) is not None
                      and getattr(self.flow_status.get(self.sdp_flow_name(flow)), "status", None) == "COMPLETED"}
         for flow in idle_flows(completed, self.collector.snapshot(), self.committed_now() - self.committed_before):
@@ -894,8 +901,8 @@ class _Update:
         folder in the local engine's warehouse. None on `--remote`."""
         if self.runner.local.remote:
             return None
-        if location is not None:
-            return Path(C.to_local_path(location))
+        if location is not None:  # a sink elsewhere than this machine is asked through Spark
+            return Path(C.to_local_path(location)) if urlparse(location).scheme in ("", "file") else None
         return measure.local_table_dir(self.runner.home.warehouse, self.qualified(table))
 
     def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from pipelines.local import measure
+from pipelines.local.checkpoints import to_local_path
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -67,18 +68,26 @@ def test_a_streaming_querys_batches_from_the_log_are_what_describe_history_gives
     commit(spark, f"INSERT INTO delta.`{table_dir}` VALUES ('not a batch')", "u1")  # another writer between
     (landing / "part-2.txt").write_text("row 2.0\n")
     stream_batches(spark, landing, table_dir, checkpoint)
+    stream_batches(spark, landing, table_dir, tmp_path / "another")  # another query: its batches 0, 1 and 2
 
     table = f"delta.`{table_dir}`"
     for metric in ("numOutputRows", "numOutputBytes"):
         from_log = measure.rows_per_batch_in_log(table_dir, checkpoint, [0, 1, 2], metric)
         assert from_log == measure.rows_per_batch(spark, table, checkpoint, [0, 1, 2], metric)
     assert measure.rows_per_batch_in_log(table_dir, checkpoint, [0, 1, 2]) == {0: 3, 1: 5, 2: 1}  # the files' lines
-    # The newest two commits hold only batch 2 (and the other writer's): what the log read holds, Spark's does.
-    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [2], last_commits=2) == \
-        measure.rows_per_batch(spark, table, checkpoint, [2], last_commits=2) == {2: 1}
+    # The newest five commits: the insert, batch 2 and the other query's three. What the log read holds, Spark's does.
+    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [2], last_commits=5) == \
+        measure.rows_per_batch(spark, table, checkpoint, [2], last_commits=5) == {2: 1}
     # A batch the commits read do not hold (older, or another table's folder): ask Spark.
-    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [1, 2], last_commits=2) is None
+    assert measure.rows_per_batch_in_log(table_dir, checkpoint, [1, 2], last_commits=5) is None
     assert measure.rows_per_batch_in_log(tmp_path / "missing", checkpoint, [0]) is None
+
+
+def test_the_folder_of_a_managed_table_is_where_spark_put_it(spark):
+    spark.sql("CREATE DATABASE IF NOT EXISTS Lw_Folders")
+    spark.sql("CREATE TABLE IF NOT EXISTS Lw_Folders.Mixed_Case (n BIGINT) USING delta")
+    warehouse = Path(to_local_path(spark.conf.get("spark.sql.warehouse.dir")))
+    assert (measure.local_table_dir(warehouse, "spark_catalog.Lw_Folders.Mixed_Case") / "_delta_log").is_dir()
 
 
 def test_a_managed_table_of_the_local_catalog_has_a_folder_in_the_warehouse(tmp_path):
