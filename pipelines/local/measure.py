@@ -126,9 +126,14 @@ class UpdateCommits:
     before: int | None  # the table's version before the update's first commit (None: none, or a new table)
 
 
-def update_commits(spark: Any, table: str, update_id: str, limit: int = 50) -> UpdateCommits:
+def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
+                   table_dir: Path | None = None) -> UpdateCommits:
     """The commits `update_id` made to `table` among its newest `limit` (an update makes a few per
-    materialized view), and the version before them. A table without history has neither."""
+    materialized view), and the version before them. A table without history has neither. With
+    `table_dir` (the table's folder on this machine) read from its Delta log when that holds them."""
+    found = update_commits_in_log(table_dir, update_id, limit) if table_dir is not None else None
+    if found is not None:
+        return found
     tag = commit_tag(update_id)
     try:
         rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(limit)}").select(
@@ -226,10 +231,16 @@ def _add_batch_metric(found: dict[int, int], params: Mapping[str, str] | None, m
 
 
 def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int],
-                   metric: str = "numOutputRows", last_commits: int | None = None) -> dict[int, int]:
+                   metric: str = "numOutputRows", last_commits: int | None = None,
+                   table_dir: Path | None = None) -> dict[int, int]:
     """Rows (or another Delta operation metric, such as `numOutputBytes`) each of `batches` appended to
     `table`, from the Delta commits the streaming query of `checkpoint` made (Delta records the query
-    id and batch as `epochId`); `last_commits` reads only the table's newest commits."""
+    id and batch as `epochId`); `last_commits` reads only the table's newest commits. With `table_dir`
+    (the table's folder on this machine) read from its Delta log when that holds every batch."""
+    if table_dir is not None:
+        in_log = rows_per_batch_in_log(table_dir, checkpoint, batches, metric, last_commits)
+        if in_log is not None:
+            return in_log
     wanted = {int(b) for b in batches}
     qid = query_id(checkpoint)
     if not wanted or qid is None:

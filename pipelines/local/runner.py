@@ -820,17 +820,13 @@ class _Update:
                     and self.checkpoint(f) is not None]
 
         def bytes_of(flow: str) -> dict[int, int]:  # no lookup for a flow with no batch left to look up
-            table, checkpoint = self.flow_records[flow].target_table, self.checkpoint(flow)
-            assert table is not None and checkpoint is not None
-            limit = 2 * len(batches[flow]) + 10
-            sink = adapter.LOCAL_GRAPH.sinks.get(self.flow_records[flow].target or "") \
-                if self.flow_records[flow].is_sink else None
-            table_dir = self.local_table_dir(table, sink.path if sink is not None else None)
-            if table_dir is not None:  # the streaming tables' DESCRIBE HISTORY took 1.7 s per update
-                found = measure.rows_per_batch_in_log(table_dir, checkpoint, batches[flow], "numOutputBytes", limit)
-                if found is not None:
-                    return found
-            return measure.rows_per_batch(self.spark, table, checkpoint, batches[flow], "numOutputBytes", limit)
+            record, checkpoint = self.flow_records[flow], self.checkpoint(flow)
+            assert record.target_table is not None and checkpoint is not None
+            # From the Delta log where it is on this machine (DESCRIBE HISTORY took 1 s per update).
+            return measure.rows_per_batch(
+                self.spark, record.target_table, checkpoint, batches[flow], "numOutputBytes",
+                last_commits=2 * len(batches[flow]) + 10,
+                table_dir=self.local_table_dir(record.target_table, record.target if record.is_sink else None))
 
         found = _in_parallel(bytes_of, measured)
         for flow in measured:
@@ -864,7 +860,10 @@ class _Update:
             if output is not None and output.dataset_type == "MATERIALIZED_VIEW" and result is not None \
                     and result.status == "COMPLETED":
                 refreshed.append(flow)
-        history = _in_parallel(self.view_commits, refreshed, key=lambda f: f.name)
+        # From the Delta logs where they are on this machine (29 DESCRIBE HISTORY took 3.3 s per refresh).
+        history = _in_parallel(lambda f: measure.update_commits(self.spark, self.qualified(f.target), self.update_id,
+                                                                table_dir=self.local_table_dir(f.target)),
+                               refreshed, key=lambda f: f.name)
         for flow in refreshed:
             result = self.flow_status[self.sdp_flow_name(flow.name)]
             commits = history[flow.name].commits
@@ -888,20 +887,13 @@ class _Update:
                                     num_output_bytes=written_bytes))
             result.rows_written = written
 
-    def view_commits(self, flow: Any) -> measure.UpdateCommits:
-        """The update's commits to a materialized view: read from its Delta log when the table is in the
-        local engine's warehouse (29 `DESCRIBE HISTORY` took 3.3 s after each refresh), else from Spark."""
-        table_dir = self.local_table_dir(flow.target)
-        found = measure.update_commits_in_log(table_dir, self.update_id) if table_dir is not None else None
-        return found if found is not None else \
-            measure.update_commits(self.spark, self.qualified(flow.target), self.update_id)
-
-    def local_table_dir(self, table: str, location: str | None = None) -> Path | None:
-        """The folder of a table on this machine: `location` (a sink's path), else the managed table's
-        folder in the local engine's warehouse. None on `--remote`."""
+    def local_table_dir(self, table: str, sink: str | None = None) -> Path | None:
+        """The folder on this machine of a table, or of the sink named `sink` (at its path): where its
+        Delta log is read. None on `--remote` and for a sink elsewhere (a scheme other than file)."""
         if self.runner.local.remote:
             return None
-        if location is not None:  # a sink elsewhere than this machine is asked through Spark
+        location = adapter.LOCAL_GRAPH.sinks[sink].path if sink in adapter.LOCAL_GRAPH.sinks else None
+        if location is not None:
             return Path(C.to_local_path(location)) if urlparse(location).scheme in ("", "file") else None
         return measure.local_table_dir(self.runner.home.warehouse, self.qualified(table))
 
