@@ -33,9 +33,10 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 	@touch $@
 
 # lakewatch's Java classes (pipelines/local/javalib.py), compiled once with the JDK's javac: Hadoop's
-# local file system without a chmod or readlink process per file (localfs.py), and Delta's catalog
-# without a commit for an ALTER TABLE that changes nothing (delta_catalog.py).
-$(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs.py pipelines/local/delta_catalog.py $(shell find pipelines/local/java -name '*.java')
+# local file system without a chmod or readlink process per file (localfs.py), Delta's catalog
+# without a commit for an ALTER TABLE that changes nothing (delta_catalog.py), and a Java agent that
+# stops SDP's graph resolution from spinning on a core while it waits (graph_agent.py).
+$(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs.py pipelines/local/delta_catalog.py pipelines/local/graph_agent.py $(shell find pipelines/local/java -name '*.java')
 	$(BIN)/python -m pipelines.local.javalib
 	@touch $@
 

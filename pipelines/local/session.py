@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from pipelines.local import cds, delta_catalog, jars, javalib, localfs
+from pipelines.local import cds, delta_catalog, graph_agent, jars, javalib, localfs
 from pipelines.local.home import LocalHome
 
 if TYPE_CHECKING:
@@ -182,8 +182,10 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     pools.write_text(FAIR_POOLS)
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
-    java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
-                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
+    # The graph agent (graph_agent.py): SDP's graph resolution waits without spinning on a core.
+    java_options = " ".join(o for o in (
+        f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config}",
+        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m", graph_agent.java_options()) if o)
     conf = {
         **base_conf(java_options),
         "spark.app.name": f"lakewatch engine ({home.root})",
