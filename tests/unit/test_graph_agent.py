@@ -1,9 +1,10 @@
-"""The Java agent that stops SDP's graph resolution from spinning (pipelines/local/graph_agent.py).
+"""The Java agent that stops SDP's waits from spinning or oversleeping (pipelines/local/graph_agent.py).
 
-Oracle: the JDK's own disassembler (`javap -c -p`) on the class Spark ships and on the class as the
-agent rewrites it: the only difference must be a 0.2 ms `LockSupport.parkNanos` right before the wait
-loop's `ArrayBuffer.partition` call in `transformDownNodes`; every other instruction of every method
-stays as Spark compiled it."""
+Oracle: the JDK's own disassembler (`javap -c -p`) on the classes Spark ships and on the classes as the
+agent rewrites them: the only differences must be a 0.2 ms `LockSupport.parkNanos` right before the
+graph resolution's look at its futures (`ArrayBuffer.partition` in `transformDownNodes`), and the flow
+scheduler's `Thread.sleep` replaced by the agent's `pollSleep`; every other instruction of every
+method stays as Spark compiled it."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import pytest
 from pipelines.local import graph_agent, javalib, session
 from pipelines.local.home import LocalHome
 
-CLASS_FILE = graph_agent.PATCHED_CLASS.replace(".", "/") + ".class"
+GRAPH = "org/apache/spark/sql/pipelines/graph/"
 PAUSE = ["ldc2_w long 200000l", "invokestatic Method java/util/concurrent/locks/LockSupport.parkNanos:(J)V"]
+SLEEP = "invokestatic Method java/lang/Thread.sleep:(J)V"
+POLL_SLEEP = "invokestatic Method lakewatch/agent/GraphResolutionWait.pollSleep:(J)V"
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +34,11 @@ def agent_jar() -> Path:
     return jar
 
 
-def shipped_class(tmp_path: Path) -> Path:
-    """Spark's own DataflowGraphTransformer.class, from the pipelines jar pyspark ships."""
+def shipped_class(tmp_path: Path, name: str) -> Path:
+    """Spark's own class file `name` (of SDP's graph package), from the pipelines jar pyspark ships."""
     with zipfile.ZipFile(javalib.pyspark_jar("spark-pipelines_")) as jar:
-        path = tmp_path / "shipped.class"
-        path.write_bytes(jar.read(CLASS_FILE))
+        path = tmp_path / f"{name}.class"
+        path.write_bytes(jar.read(f"{GRAPH}{name}.class"))
     return path
 
 
@@ -63,29 +66,52 @@ def instructions(class_file: Path) -> dict[str, list[str]]:
     return methods
 
 
-def test_the_agent_adds_only_a_pause_before_the_wait_loops_look_at_its_futures(agent_jar, tmp_path):
-    shipped = shipped_class(tmp_path)
-    patched = tmp_path / "patched.class"
+def rewritten(agent_jar: Path, tmp_path: Path, name: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The instructions of Spark's class `name` and of the agent's rewrite of it."""
+    shipped = shipped_class(tmp_path, name)
+    patched = tmp_path / f"{name}.patched.class"
     result = rewrite(agent_jar, shipped, patched)
     assert result.returncode == 0, result.stderr
     before, after = instructions(shipped), instructions(patched)
     assert before.keys() == after.keys()
-    (method,) = [name for name in before if f" {graph_agent.PATCHED_METHOD}(" in name]
+    return before, after
+
+
+def the_method(methods: dict[str, list[str]], name: str) -> str:
+    (method,) = [m for m in methods if re.search(rf"[ $]{name}\(", m)]
+    return method
+
+
+def others_unchanged(before: dict[str, list[str]], after: dict[str, list[str]], method: str) -> bool:
+    return {m: ins for m, ins in after.items() if m != method} == {m: ins for m, ins in before.items() if m != method}
+
+
+def test_graph_resolution_pauses_before_each_look_at_its_futures_and_changes_nothing_else(agent_jar, tmp_path):
+    before, after = rewritten(agent_jar, tmp_path, "DataflowGraphTransformer")
+    method = the_method(before, "transformDownNodes")
     old, new = before[method], after[method]
     partition = [i for i, ins in enumerate(new) if ins.startswith("invokevirtual Method scala/collection/mutable/ArrayBuffer.partition")]
     assert len(partition) == 1  # the wait loop's one look at its futures
     at = partition[0]
     assert new[at - 2:at] == PAUSE
     assert new[:at - 2] + new[at:] == old
-    assert {name: ins for name, ins in after.items() if name != method} == {
-        name: ins for name, ins in before.items() if name != method}
+    assert others_unchanged(before, after, method)
+
+
+def test_the_flow_scheduler_sleeps_through_the_agent_and_changes_nothing_else(agent_jar, tmp_path):
+    before, after = rewritten(agent_jar, tmp_path, "TriggeredGraphExecution")
+    method = the_method(before, "topologicalExecution")
+    old, new = before[method], after[method]
+    assert old.count(SLEEP) == 1 and SLEEP not in new
+    assert new == [POLL_SLEEP if ins == SLEEP else ins for ins in old]
+    assert others_unchanged(before, after, method)
 
 
 def test_a_class_without_the_wait_loop_is_left_alone(agent_jar, tmp_path):
     """Another class (or another Spark's transformer without the call): nothing written, exit code 3."""
     with zipfile.ZipFile(javalib.pyspark_jar("spark-pipelines_")) as jar:
         other = tmp_path / "other.class"
-        other.write_bytes(jar.read("org/apache/spark/sql/pipelines/graph/DataflowGraph.class"))
+        other.write_bytes(jar.read(f"{GRAPH}DataflowGraph.class"))
     result = rewrite(agent_jar, other, tmp_path / "out.class")
     assert result.returncode == 3 and "nothing changed" in result.stderr
     assert not (tmp_path / "out.class").exists()

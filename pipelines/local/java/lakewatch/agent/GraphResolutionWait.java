@@ -14,32 +14,39 @@ import org.apache.xbean.asm9.MethodVisitor;
 import org.apache.xbean.asm9.Opcodes;
 
 /**
- * A Java agent for the local engine: open-source Spark Declarative Pipelines' graph resolution
- * without a thread that spins while it waits.
+ * A Java agent for the local engine: open-source Spark Declarative Pipelines without threads that
+ * spin or oversleep while they wait. Two loops of Spark 4.2's SDP are changed as their classes load:
  *
- * <p>{@code DataflowGraphTransformer.transformDownNodes} hands each flow's analysis to a pool of
+ * <p>1. {@code DataflowGraphTransformer.transformDownNodes} hands each flow's analysis to a pool of
  * threads and then loops, without pausing, over its list of futures ({@code futures.partition(_.isDone)})
  * until all are done. So while flows are analysed (every update's graph resolution, and again each
  * time a flow starts) one thread keeps a core busy doing nothing: on a 2-core machine, half the CPU
- * the analysis could use. This agent inserts {@code LockSupport.parkNanos(PAUSE_NANOS)} before each
- * {@code ArrayBuffer.partition} call of that method, so the loop checks its futures every
- * {@value #PAUSE_NANOS} ns instead of continuously. Nothing else changes: the same futures are
- * checked in the same order, exceptions propagate as before.
+ * the analysis could use. {@code LockSupport.parkNanos(RESOLUTION_PAUSE_NANOS)} is inserted before
+ * each {@code ArrayBuffer.partition} call of that method: the loop looks at its futures every 0.2 ms.
  *
- * <p>If the method or the call is not found (another Spark version), the class is left as Spark
- * ships it, and the agent says so on standard error.
+ * <p>2. {@code TriggeredGraphExecution.topologicalExecution} starts the flows whose inputs are done,
+ * then {@code Thread.sleep}s for {@code spark.sql.pipelines.execution.streamstate.pollingInterval}
+ * (whole seconds, 1 by default) before it looks again, so each level of the graph waits up to a
+ * second after its inputs finished; with 0 it yields instead of sleeping and keeps a core busy. Its
+ * {@code Thread.sleep(long)} call becomes {@link #pollSleep}: at most {@value #POLL_MILLIS} ms.
+ *
+ * <p>Nothing else changes: the same futures and flows are checked in the same order, exceptions
+ * (an interrupt included) propagate as before. Where a call is not found (another Spark version),
+ * that class is left as Spark ships it, and the agent says so on standard error.
  *
  * <p>{@code java -cp <this jar>:<xbean-asm9-shaded jar> lakewatch.agent.GraphResolutionWait IN OUT}
  * writes the class file IN as the agent changes it to OUT (exit code 3 when it would not change it),
  * for {@code javap -c} to show the difference.
  */
 public final class GraphResolutionWait implements ClassFileTransformer {
-    static final String TARGET = "org/apache/spark/sql/pipelines/graph/DataflowGraphTransformer";
-    static final String METHOD = "transformDownNodes";
-    static final String WAIT_OWNER = "scala/collection/mutable/ArrayBuffer";
-    static final String WAIT_CALL = "partition";
-    /** How long the loop pauses between two looks at its futures: 0.2 ms. */
-    public static final long PAUSE_NANOS = 200_000L;
+    static final String RESOLUTION = "org/apache/spark/sql/pipelines/graph/DataflowGraphTransformer";
+    static final String RESOLUTION_METHOD = "transformDownNodes";
+    static final String EXECUTION = "org/apache/spark/sql/pipelines/graph/TriggeredGraphExecution";
+    static final String EXECUTION_METHOD = "topologicalExecution";  // a suffix: Scala mangles private names
+    /** How long graph resolution pauses between two looks at its futures: 0.2 ms. */
+    public static final long RESOLUTION_PAUSE_NANOS = 200_000L;
+    /** The longest the flow scheduler sleeps between two looks at its flows: 10 ms. */
+    public static final long POLL_MILLIS = 10L;
 
     private GraphResolutionWait() {}
 
@@ -54,59 +61,82 @@ public final class GraphResolutionWait implements ClassFileTransformer {
         }
         byte[] patched = patch(Files.readAllBytes(Path.of(args[0])));
         if (patched == null) {
-            System.err.println("no " + WAIT_CALL + " call in " + METHOD + ": nothing changed");
+            System.err.println("nothing to change in " + args[0] + ": nothing changed");
             System.exit(3);
         }
         Files.write(Path.of(args[1]), patched);
     }
 
+    /** The flow scheduler's sleep: {@code millis}, but at most {@value #POLL_MILLIS} ms (also for 0). */
+    public static void pollSleep(long millis) throws InterruptedException {
+        Thread.sleep(millis <= 0 ? POLL_MILLIS : Math.min(millis, POLL_MILLIS));
+    }
+
     @Override
     public byte[] transform(ClassLoader loader, String className, Class<?> redefined,
                             ProtectionDomain domain, byte[] classfile) {
-        if (!TARGET.equals(className)) {
+        if (!RESOLUTION.equals(className) && !EXECUTION.equals(className)) {
             return null;
         }
         try {
             byte[] patched = patch(classfile);
             if (patched == null) {
-                System.err.println("lakewatch agent: no " + WAIT_CALL + " call in " + TARGET + "." + METHOD
-                        + "; graph resolution runs as Spark ships it");
+                System.err.println("lakewatch agent: nothing to change in " + className
+                        + "; it runs as Spark ships it");
             }
             return patched;
         } catch (RuntimeException e) {
-            System.err.println("lakewatch agent: " + TARGET + " left as shipped: " + e);
+            System.err.println("lakewatch agent: " + className + " left as shipped: " + e);
             return null;
         }
     }
 
-    /** The class with the pause inserted, or null when there was nothing to insert it before. */
+    /** The class as the agent changes it, or null when it has nothing to change. */
     static byte[] patch(byte[] classfile) {
         ClassReader reader = new ClassReader(classfile);
+        String className = reader.getClassName();
         ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
-        int[] inserted = {0};
+        int[] changed = {0};
         reader.accept(new ClassVisitor(Opcodes.ASM9, writer) {
             @Override
             public MethodVisitor visitMethod(int access, String name, String descriptor, String signature,
                                              String[] exceptions) {
                 MethodVisitor next = super.visitMethod(access, name, descriptor, signature, exceptions);
-                if (!METHOD.equals(name)) {
-                    return next;
-                }
-                return new MethodVisitor(Opcodes.ASM9, next) {
-                    @Override
-                    public void visitMethodInsn(int opcode, String owner, String called, String calledDescriptor,
-                                                boolean isInterface) {
-                        if (opcode == Opcodes.INVOKEVIRTUAL && WAIT_OWNER.equals(owner) && WAIT_CALL.equals(called)) {
-                            super.visitLdcInsn(PAUSE_NANOS);
-                            super.visitMethodInsn(Opcodes.INVOKESTATIC, "java/util/concurrent/locks/LockSupport",
-                                    "parkNanos", "(J)V", false);
-                            inserted[0]++;
+                if (RESOLUTION.equals(className) && RESOLUTION_METHOD.equals(name)) {
+                    return new MethodVisitor(Opcodes.ASM9, next) {
+                        @Override
+                        public void visitMethodInsn(int opcode, String owner, String called, String calledDescriptor,
+                                                    boolean isInterface) {
+                            if (opcode == Opcodes.INVOKEVIRTUAL && "scala/collection/mutable/ArrayBuffer".equals(owner)
+                                    && "partition".equals(called)) {
+                                super.visitLdcInsn(RESOLUTION_PAUSE_NANOS);
+                                super.visitMethodInsn(Opcodes.INVOKESTATIC, "java/util/concurrent/locks/LockSupport",
+                                        "parkNanos", "(J)V", false);
+                                changed[0]++;
+                            }
+                            super.visitMethodInsn(opcode, owner, called, calledDescriptor, isInterface);
                         }
-                        super.visitMethodInsn(opcode, owner, called, calledDescriptor, isInterface);
-                    }
-                };
+                    };
+                }
+                if (EXECUTION.equals(className) && name.endsWith(EXECUTION_METHOD) && "()V".equals(descriptor)) {
+                    return new MethodVisitor(Opcodes.ASM9, next) {
+                        @Override
+                        public void visitMethodInsn(int opcode, String owner, String called, String calledDescriptor,
+                                                    boolean isInterface) {
+                            if (opcode == Opcodes.INVOKESTATIC && "java/lang/Thread".equals(owner)
+                                    && "sleep".equals(called) && "(J)V".equals(calledDescriptor)) {
+                                super.visitMethodInsn(Opcodes.INVOKESTATIC, "lakewatch/agent/GraphResolutionWait",
+                                        "pollSleep", "(J)V", false);
+                                changed[0]++;
+                                return;
+                            }
+                            super.visitMethodInsn(opcode, owner, called, calledDescriptor, isInterface);
+                        }
+                    };
+                }
+                return next;
             }
         }, 0);
-        return inserted[0] > 0 ? writer.toByteArray() : null;
+        return changed[0] > 0 ? writer.toByteArray() : null;
     }
 }
