@@ -182,10 +182,12 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     pools.write_text(FAIR_POOLS)
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
-    # The graph agent (graph_agent.py): SDP's graph resolution waits without spinning on a core.
+    # The graph agent (graph_agent.py): SDP waits without spinning or oversleeping. Not while setup
+    # records the class archive: the JVM refuses to start with an agent and -XX:ArchiveClassesAtExit.
+    agent = "" if cds.recording() else graph_agent.java_options()
     java_options = " ".join(o for o in (
         f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config}",
-        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m", graph_agent.java_options()) if o)
+        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m", agent) if o)
     conf = {
         **base_conf(java_options),
         "spark.app.name": f"lakewatch engine ({home.root})",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.local import graph_agent, javalib, session
+from pipelines.local import cds, graph_agent, javalib, session
 from pipelines.local.home import LocalHome
 
 GRAPH = "org/apache/spark/sql/pipelines/graph/"
@@ -117,9 +117,14 @@ def test_a_class_without_the_wait_loop_is_left_alone(agent_jar, tmp_path):
     assert not (tmp_path / "out.class").exists()
 
 
-def test_the_engine_starts_with_the_agent_only_when_its_jar_is_current(agent_jar, tmp_path):
+def test_the_engine_starts_with_the_agent_only_when_its_jar_is_current(agent_jar, tmp_path, monkeypatch):
     conf, _ = session.engine_conf(LocalHome(tmp_path / "home"), "t", 15002)
     assert f"-javaagent:{agent_jar}" in conf["spark.driver.extraJavaOptions"].split()
+    # While setup records the class archive the JVM would refuse to start with an agent.
+    monkeypatch.setenv(cds.DUMP_ENV, str(tmp_path / "engine.jsa"))
+    recording, _ = session.engine_conf(LocalHome(tmp_path / "home"), "t", 15002)
+    assert "-javaagent" not in recording["spark.driver.extraJavaOptions"]
+    monkeypatch.delenv(cds.DUMP_ENV)
     stale = tmp_path / graph_agent.LIBRARY.jar_name
     stale.write_bytes(agent_jar.read_bytes())  # no stamp of the current sources beside it
     assert graph_agent.java_options(stale) == ""
