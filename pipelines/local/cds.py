@@ -33,11 +33,6 @@ def default_archive() -> Path:
     return Path(__file__).resolve().parents[2] / ".cache" / "cds" / "engine.jsa"
 
 
-def recording() -> bool:
-    """True while setup records the archive (the JVM refuses a Java agent then, see graph_agent.py)."""
-    return bool(os.environ.get(DUMP_ENV))
-
-
 def java_options(archive: Path | None = None) -> str:
     """The JVM option that uses the archive (or, while recording, writes it); empty without one."""
     dump = os.environ.get(DUMP_ENV)

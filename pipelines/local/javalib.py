@@ -6,8 +6,8 @@ Three libraries, each loaded where what it extends is loaded:
   call. On `spark.driver.extraClassPath`, beside Hadoop's own classes.
 - `lakewatch.catalog` (pipelines/local/delta_catalog.py): Delta's catalog without a commit for an
   ALTER TABLE that changes nothing. In `spark.jars`, beside Delta's jars (which Spark loads there).
-- `lakewatch.agent` (pipelines/local/graph_agent.py): a Java agent (`-javaagent`, the engine's JVM
-  only) that stops SDP's graph resolution from spinning on a core while it waits for its analyses.
+- `lakewatch.sdp` (pipelines/local/sdp_waits.py): two of SDP's own classes, rewritten so that SDP
+  waits without spinning or oversleeping. On `spark.driver.extraClassPath`, ahead of Spark's jars.
 
 A jar is used only when its stamp (a digest of its sources and of the names of the jars it compiled
 against) matches the sources as they are now, so a jar built from older sources or for another pyspark
@@ -64,7 +64,7 @@ class JavaLibrary:
     name: str  # the jar's file name without `.jar`
     package: str  # the Java package, e.g. lakewatch.hadoop
     class_path: Callable[[], Sequence[Path]]  # the jars it compiles against
-    manifest: tuple[tuple[str, str], ...] = ()  # main attributes of the jar's manifest (a Java agent's Premain-Class)
+    after_compile: Callable[[Path], None] | None = None  # adds to the compiled classes before the jar is made
 
     @property
     def jar_name(self) -> str:
@@ -84,8 +84,6 @@ class JavaLibrary:
             digest.update(jar.name.encode() + b"\0")
         for path in self.sources():
             digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
-        for key, value in self.manifest:
-            digest.update(f"{key}: {value}".encode() + b"\0")
         return digest.hexdigest()[:16]
 
     def current_jar(self, jar: Path | None = None) -> Path | None:
@@ -109,13 +107,10 @@ class JavaLibrary:
             classes = Path(tmp) / "classes"
             subprocess.run([_tool("javac"), *JAVAC_OPTIONS, "-d", str(classes), "-cp", class_path,
                             *map(str, self.sources())], check=True)
+            if self.after_compile:
+                self.after_compile(classes)
             partial = Path(tmp) / self.jar_name
-            manifest: list[str] = []
-            if self.manifest:
-                (Path(tmp) / "MANIFEST.MF").write_text("".join(f"{k}: {v}\n" for k, v in self.manifest))
-                manifest = ["--manifest", str(Path(tmp) / "MANIFEST.MF")]
-            subprocess.run([_tool("jar"), "--create", "--file", str(partial), *manifest, "-C", str(classes), "."],
-                           check=True)
+            subprocess.run([_tool("jar"), "--create", "--file", str(partial), "-C", str(classes), "."], check=True)
             os.replace(partial, path)  # a new file: a running JVM keeps reading the one it opened
         _stamp(path).write_text(self.sources_digest() + "\n")
         return path
@@ -152,9 +147,9 @@ def pyspark_jar(prefix: str) -> Path:
 
 
 def libraries() -> list[JavaLibrary]:
-    from pipelines.local import delta_catalog, graph_agent, localfs
+    from pipelines.local import delta_catalog, localfs, sdp_waits
 
-    return [localfs.LIBRARY, delta_catalog.LIBRARY, graph_agent.LIBRARY]
+    return [localfs.LIBRARY, delta_catalog.LIBRARY, sdp_waits.LIBRARY]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from pipelines.local import cds, delta_catalog, graph_agent, jars, javalib, localfs
+from pipelines.local import cds, delta_catalog, jars, javalib, localfs, sdp_waits
 from pipelines.local.home import LocalHome
 
 if TYPE_CHECKING:
@@ -97,6 +97,10 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
         **delta_catalog.spark_conf(jars.jar_paths()),  # spark.jars: Delta's, then lakewatch's catalog
         **localfs.spark_conf(),
     }
+    # SDP's rewritten classes (sdp_waits.py) go on the class path too, ahead of Spark's jars.
+    class_path = [p for p in (conf.get(javalib.CLASS_PATH), sdp_waits.spark_conf().get(javalib.CLASS_PATH)) if p]
+    if class_path:
+        conf[javalib.CLASS_PATH] = os.pathsep.join(class_path)
     java_options = " ".join(o for o in (extra_java_options, cds.java_options()) if o)
     if java_options:
         conf["spark.driver.extraJavaOptions"] = java_options
@@ -182,12 +186,8 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     pools.write_text(FAIR_POOLS)
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
-    # The graph agent (graph_agent.py): SDP waits without spinning or oversleeping. Not while setup
-    # records the class archive: the JVM refuses to start with an agent and -XX:ArchiveClassesAtExit.
-    agent = "" if cds.recording() else graph_agent.java_options()
-    java_options = " ".join(o for o in (
-        f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config}",
-        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m", agent) if o)
+    java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
+                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
     conf = {
         **base_conf(java_options),
         "spark.app.name": f"lakewatch engine ({home.root})",

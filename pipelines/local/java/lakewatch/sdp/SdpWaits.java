@@ -1,11 +1,8 @@
-package lakewatch.agent;
+package lakewatch.sdp;
 
 import java.io.IOException;
-import java.lang.instrument.ClassFileTransformer;
-import java.lang.instrument.Instrumentation;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.ProtectionDomain;
 
 import org.apache.xbean.asm9.ClassReader;
 import org.apache.xbean.asm9.ClassVisitor;
@@ -14,15 +11,15 @@ import org.apache.xbean.asm9.MethodVisitor;
 import org.apache.xbean.asm9.Opcodes;
 
 /**
- * A Java agent for the local engine: open-source Spark Declarative Pipelines without threads that
- * spin or oversleep while they wait. Two loops of Spark 4.2's SDP are changed as their classes load:
+ * Two of open-source Spark Declarative Pipelines' classes, rewritten at setup so that SDP waits
+ * without spinning or oversleeping. Spark 4.2's SDP waits in two loops:
  *
  * <p>1. {@code DataflowGraphTransformer.transformDownNodes} hands each flow's analysis to a pool of
  * threads and then loops, without pausing, over its list of futures ({@code futures.partition(_.isDone)})
  * until all are done. So while flows are analysed (every update's graph resolution, and again each
- * time a flow starts) one thread keeps a core busy doing nothing: on a 2-core machine, half the CPU
- * the analysis could use. {@code LockSupport.parkNanos(RESOLUTION_PAUSE_NANOS)} is inserted before
- * each {@code ArrayBuffer.partition} call of that method: the loop looks at its futures every 0.2 ms.
+ * time a flow starts) one thread keeps a core busy doing nothing. {@code
+ * LockSupport.parkNanos(RESOLUTION_PAUSE_NANOS)} is inserted before each {@code ArrayBuffer.partition}
+ * call of that method: the loop looks at its futures every 0.2 ms.
  *
  * <p>2. {@code TriggeredGraphExecution.topologicalExecution} starts the flows whose inputs are done,
  * then {@code Thread.sleep}s for {@code spark.sql.pipelines.execution.streamstate.pollingInterval}
@@ -31,14 +28,13 @@ import org.apache.xbean.asm9.Opcodes;
  * {@code Thread.sleep(long)} call becomes {@link #pollSleep}: at most {@value #POLL_MILLIS} ms.
  *
  * <p>Nothing else changes: the same futures and flows are checked in the same order, exceptions
- * (an interrupt included) propagate as before. Where a call is not found (another Spark version),
- * that class is left as Spark ships it, and the agent says so on standard error.
+ * (an interrupt included) propagate as before.
  *
- * <p>{@code java -cp <this jar>:<xbean-asm9-shaded jar> lakewatch.agent.GraphResolutionWait IN OUT}
- * writes the class file IN as the agent changes it to OUT (exit code 3 when it would not change it),
- * for {@code javap -c} to show the difference.
+ * <p>{@code java -cp <classes>:<xbean-asm9-shaded jar> lakewatch.sdp.SdpWaits IN OUT} writes the class
+ * file IN as rewritten to OUT, and exits with code 3 (writing nothing) when it has nothing to change:
+ * setup writes both classes into lakewatch's jar this way (pipelines/local/sdp_waits.py).
  */
-public final class GraphResolutionWait implements ClassFileTransformer {
+public final class SdpWaits {
     static final String RESOLUTION = "org/apache/spark/sql/pipelines/graph/DataflowGraphTransformer";
     static final String RESOLUTION_METHOD = "transformDownNodes";
     static final String EXECUTION = "org/apache/spark/sql/pipelines/graph/TriggeredGraphExecution";
@@ -48,15 +44,11 @@ public final class GraphResolutionWait implements ClassFileTransformer {
     /** The longest the flow scheduler sleeps between two looks at its flows: 10 ms. */
     public static final long POLL_MILLIS = 10L;
 
-    private GraphResolutionWait() {}
-
-    public static void premain(String args, Instrumentation instrumentation) {
-        instrumentation.addTransformer(new GraphResolutionWait());
-    }
+    private SdpWaits() {}
 
     public static void main(String[] args) throws IOException {
         if (args.length != 2) {
-            System.err.println("usage: GraphResolutionWait IN.class OUT.class");
+            System.err.println("usage: SdpWaits IN.class OUT.class");
             System.exit(2);
         }
         byte[] patched = patch(Files.readAllBytes(Path.of(args[0])));
@@ -67,31 +59,12 @@ public final class GraphResolutionWait implements ClassFileTransformer {
         Files.write(Path.of(args[1]), patched);
     }
 
-    /** The flow scheduler's sleep: {@code millis}, but at most {@value #POLL_MILLIS} ms (also for 0). */
+    /** The flow scheduler's sleep: {@code millis}, but at most {@value #POLL_MILLIS} ms (also for 0 or less). */
     public static void pollSleep(long millis) throws InterruptedException {
         Thread.sleep(millis <= 0 ? POLL_MILLIS : Math.min(millis, POLL_MILLIS));
     }
 
-    @Override
-    public byte[] transform(ClassLoader loader, String className, Class<?> redefined,
-                            ProtectionDomain domain, byte[] classfile) {
-        if (!RESOLUTION.equals(className) && !EXECUTION.equals(className)) {
-            return null;
-        }
-        try {
-            byte[] patched = patch(classfile);
-            if (patched == null) {
-                System.err.println("lakewatch agent: nothing to change in " + className
-                        + "; it runs as Spark ships it");
-            }
-            return patched;
-        } catch (RuntimeException e) {
-            System.err.println("lakewatch agent: " + className + " left as shipped: " + e);
-            return null;
-        }
-    }
-
-    /** The class as the agent changes it, or null when it has nothing to change. */
+    /** The class as rewritten, or null when it has nothing to change. */
     static byte[] patch(byte[] classfile) {
         ClassReader reader = new ClassReader(classfile);
         String className = reader.getClassName();
@@ -125,7 +98,7 @@ public final class GraphResolutionWait implements ClassFileTransformer {
                                                     boolean isInterface) {
                             if (opcode == Opcodes.INVOKESTATIC && "java/lang/Thread".equals(owner)
                                     && "sleep".equals(called) && "(J)V".equals(calledDescriptor)) {
-                                super.visitMethodInsn(Opcodes.INVOKESTATIC, "lakewatch/agent/GraphResolutionWait",
+                                super.visitMethodInsn(Opcodes.INVOKESTATIC, "lakewatch/sdp/SdpWaits",
                                         "pollSleep", "(J)V", false);
                                 changed[0]++;
                                 return;
