@@ -97,10 +97,8 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
         **delta_catalog.spark_conf(jars.jar_paths()),  # spark.jars: Delta's, then lakewatch's catalog
         **localfs.spark_conf(),
     }
-    # SDP's rewritten classes (sdp_waits.py) go on the class path too, ahead of Spark's jars.
-    class_path = [p for p in (conf.get(javalib.CLASS_PATH), sdp_waits.spark_conf().get(javalib.CLASS_PATH)) if p]
-    if class_path:
-        conf[javalib.CLASS_PATH] = os.pathsep.join(class_path)
+    # SDP's rewritten classes (sdp_waits.py) go on the class path too, after localfs's, ahead of Spark's jars.
+    conf = javalib.with_class_path(conf, sdp_waits.spark_conf())
     java_options = " ".join(o for o in (extra_java_options, cds.java_options()) if o)
     if java_options:
         conf["spark.driver.extraJavaOptions"] = java_options
