@@ -6,7 +6,7 @@ Three libraries, each loaded where what it extends is loaded:
   call. On `spark.driver.extraClassPath`, beside Hadoop's own classes.
 - `lakewatch.catalog` (pipelines/local/delta_catalog.py): Delta's catalog without a commit for an
   ALTER TABLE that changes nothing. In `spark.jars`, beside Delta's jars (which Spark loads there).
-- `lakewatch.sdp` (pipelines/local/sdp_waits.py): two of SDP's own classes, rewritten so that SDP
+- `lakewatch.sdp` (pipelines/local/sdp_classes.py): two of SDP's own classes, rewritten so that SDP
   waits without spinning or oversleeping. On `spark.driver.extraClassPath`, ahead of Spark's jars.
 
 A jar is used only when its stamp (a digest of its sources and of the names of the jars it compiled
@@ -147,9 +147,9 @@ def pyspark_jar(prefix: str) -> Path:
 
 
 def libraries() -> list[JavaLibrary]:
-    from pipelines.local import delta_catalog, localfs, sdp_waits
+    from pipelines.local import delta_catalog, localfs, sdp_classes
 
-    return [localfs.LIBRARY, delta_catalog.LIBRARY, sdp_waits.LIBRARY]
+    return [localfs.LIBRARY, delta_catalog.LIBRARY, sdp_classes.LIBRARY]
 
 
 def main(argv: list[str] | None = None) -> int:

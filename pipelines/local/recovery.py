@@ -10,7 +10,8 @@ it, from what the record and the state folder say:
    target tables' Delta history; their expectation counts are lost with the runner and stay NULL,
    with a WARN event saying so;
 3. give materialized views whose refresh did not complete their previous contents back (open-source
-   SDP truncates them at setup);
+   SDP as shipped truncates them at setup; with lakewatch's rewrite of it, pipelines/local/sdp_classes.py,
+   a view is only written by its completed refresh, so there is nothing to give back);
 4. mark flows that were still running FAILED, write the backlog and rewrite the file state from the
    checkpoints;
 5. write the terminal `update_progress` FAILED with the interruption as its error.

@@ -376,20 +376,24 @@ class _Update:
     def keep_unrefreshed_views(self) -> None:
         """Gives back a materialized view's previous contents when its refresh did not complete.
 
-        Open-source SDP truncates every materialized view while it sets up tables and refills it
-        when the view's flow runs; a view whose flow fails or is skipped would stay empty. On
-        Databricks such a view keeps its last contents, so the local runner restores them: to the
-        version before this update's first commit (every commit of the update carries its id).
+        On Databricks such a view keeps its last contents. With lakewatch's rewrite of SDP
+        (pipelines/local/sdp_classes.py) a view is replaced in one commit when its flow completes, so
+        a view whose flow failed or was skipped was never touched. Without it (another Spark, or a
+        `--remote` endpoint running open-source SDP), SDP truncates every view while it sets up tables
+        and refills it when the flow runs, so the runner restores the view: to the version before
+        this update's first commit (every commit of the update carries its id).
         """
         for name in self.materialized_views():
             result = self.flow_status.get(self.sdp_flow_name(name))
             if result is not None and result.status == "COMPLETED":
                 continue
-            before = measure.update_commits(self.spark, self.qualified(name), self.update_id).before
-            if before is not None:
-                self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {before}")
-                status = result.status if result is not None else "not run"
-                self.say(f"    {name}: refresh {status}; kept its previous contents (version {before})")
+            status = result.status if result is not None else "not run"
+            found = measure.update_commits(self.spark, self.qualified(name), self.update_id)
+            if found.before is not None:
+                self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {found.before}")
+                self.say(f"    {name}: refresh {status}; kept its previous contents (version {found.before})")
+            elif not found.commits:
+                self.say(f"    {name}: refresh {status}; kept its previous contents (this update did not write it)")
 
     def execute(self) -> None:
         with self.clock("prepare run"):
@@ -869,8 +873,9 @@ class _Update:
             commits = history[flow.name].commits
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in commits) if b is not None]
-            # SDP truncates the view, sets its properties, then writes: a query of no rows makes no
-            # write commit. With the update's own commits found, none of them a write, it wrote 0.
+            # The refresh overwrites the view in one commit, which counts its rows (0 for a query of
+            # no rows). Open-source SDP as shipped truncates, then appends, and a query of no rows
+            # makes no write commit: with the update's own commits found, none of them a write, it wrote 0.
             written = sum(rows) if rows else (0 if commits else None)
             written_bytes = sum(sizes) if sizes else (0 if commits else None)
             at = result.ended_at or max((t for t, _ in commits), default=now())

@@ -26,7 +26,8 @@ Kinds of table, and what is incremental where
   live log no longer has (retention, or gone before a full refresh) comes in once
   (`pipeline.history_query`).
 - Every other published table is a MATERIALIZED VIEW. Open-source SDP recomputes materialized views
-  in full at every update (truncate, then refill), so locally they cost what their inputs cost.
+  in full at every update (locally one overwrite per view, pipelines/local/sdp_classes.py), so
+  locally they cost what their inputs cost.
   On Databricks a materialized view can be refreshed incrementally when its query is deterministic
   and its Delta inputs have change data feed and row tracking: every table another view reads is
   published with `delta.enableChangeDataFeed` and `delta.enableRowTracking`, no view reads the

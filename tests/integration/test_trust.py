@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.local.measure import commit_tag
+from pipelines.observability.tables import TABLES
 from tests.integration.helpers import Cli, LocalTables, project_tables
 
 pytestmark = pytest.mark.integration
 
 UPDATE_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_ingest': (?P<state>[A-Z]+)", re.M)
+REFRESH_LINE = re.compile(r"^update (?P<id>[0-9a-f-]{36}) of 'lakewatch_observability': (?P<state>[A-Z]+)", re.M)
 ROWS = 100
 FAILING = 30  # orders with a negative amount in the third batch
 
@@ -41,12 +44,13 @@ class Trust:
     alerts: dict[str, dict[str, str]] = field(default_factory=dict)  # step -> alert -> state
     latency: dict[str, dict[str, float]] = field(default_factory=dict)  # step -> path -> seconds
     updates: list[str] = field(default_factory=list)
+    refreshes: list[str] = field(default_factory=list)  # the observability updates, in order
     appended: str = ""
     conf: tuple[str, ...] = ()  # the --set of the tables file the module runs with
 
 
 def snapshot(cli: Cli, trust: Trust, step: str) -> None:
-    cli.run("run", "lakewatch_observability", *trust.conf)
+    trust.refreshes.append(REFRESH_LINE.search(cli.run("run", "lakewatch_observability", *trust.conf).stdout)["id"])
     trust.alerts[step] = {a["alert"]: a["state"] for a in json.loads(cli.run("alerts", "--json").stdout)}
     trust.latency[step] = {r["path"]: r["latency_seconds"] for r in trust.tables.table("file_latency").collect()}
 
@@ -124,3 +128,20 @@ def test_reconciliation_flags_only_the_file_appended_after_it_was_ingested(trust
     assert appended["lines"] == ROWS  # counted when it was committed, before the append
     assert rows and {(r["difference"], r["status"]) for r in rows.values()} == {(0, "ok")}
     assert trust.alerts["bad batch"]["lakewatch_files_not_reconciled"] == "TRIGGERED"
+
+
+def test_each_refresh_replaces_each_materialized_view_in_one_commit(trust):
+    """As on Databricks, a reader (an alert, the dashboard) never finds a view emptied by a refresh
+    under way: Delta's own history of every view holds no TRUNCATE, and each refresh after the first
+    made exactly one commit to each view, an overwrite. (Open-source SDP as shipped truncates every
+    view while it sets up tables and appends when the view's flow runs: a reader saw `update_status`
+    empty for tens of seconds.)"""
+    views = [t.name for t in TABLES if t.kind == "materialized_view"]
+    assert len(trust.refreshes) == 3 and len(views) > 20
+    for view in views:
+        history = trust.tables.spark.sql(f"DESCRIBE HISTORY delta.`{trust.tables.path(view)}`").select(
+            "operation", "operationParameters", "userMetadata").collect()
+        assert "TRUNCATE" not in {c["operation"] for c in history}, view
+        for refresh in trust.refreshes[1:]:
+            mine = [c for c in history if c["userMetadata"] == commit_tag(refresh)]
+            assert [(c["operation"], c["operationParameters"]["mode"]) for c in mine] == [("WRITE", "Overwrite")], view

@@ -1,11 +1,15 @@
-"""SDP's two classes rewritten so that SDP waits without spinning or oversleeping (pipelines/local/sdp_waits.py).
+"""SDP's four classes rewritten so that SDP waits without spinning or oversleeping and refreshes a
+materialized view in one commit (pipelines/local/sdp_classes.py).
 
 Oracles: the JDK's own disassembler (`javap -c -p`) on the classes the pipelines jar pyspark ships
 and on the classes in lakewatch's jar: the only differences must be a 0.2 ms
 `LockSupport.parkNanos` right before the graph resolution's look at its futures
-(`ArrayBuffer.partition` in `transformDownNodes`), and the flow scheduler's `Thread.sleep` replaced by
-`SdpWaits.pollSleep`; every other instruction of every method stays as Spark compiled it. And the
-test session's own JVM: the class it loads is the one from lakewatch's jar."""
+(`ArrayBuffer.partition` in `transformDownNodes`), the flow scheduler's `Thread.sleep` replaced by
+`SdpWaits.pollSleep`, the table setup's `TRUNCATE TABLE` statement run through `ViewRefresh.truncate`
+(given the table), and the batch flow's `saveAsTable` through `ViewRefresh.saveAsTable` (given the
+write and its rows); every other instruction of every method stays as Spark compiled it. And the test
+session's own JVM: the classes it loads are the ones from lakewatch's jar. What the rewritten refresh
+does to real views, Delta's own history says (tests/integration/test_trust.py)."""
 
 from __future__ import annotations
 
@@ -17,19 +21,26 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.local import javalib, localfs, sdp_waits, session
+from pipelines.local import javalib, localfs, sdp_classes, session
 
 GRAPH = "org/apache/spark/sql/pipelines/graph/"
 PAUSE = ["ldc2_w long 200000l", "invokestatic Method java/util/concurrent/locks/LockSupport.parkNanos:(J)V"]
 SLEEP = "invokestatic Method java/lang/Thread.sleep:(J)V"
 POLL_SLEEP = "invokestatic Method lakewatch/sdp/SdpWaits.pollSleep:(J)V"
+SQL = "invokevirtual Method org/apache/spark/sql/classic/SparkSession.sql:(Ljava/lang/String;)Lorg/apache/spark/sql/classic/Dataset;"
+TRUNCATE = ["aload_2", "invokestatic Method lakewatch/sdp/ViewRefresh.truncate:(Lorg/apache/spark/sql/classic/SparkSession;"
+            "Ljava/lang/String;Lorg/apache/spark/sql/pipelines/graph/Table;)Lorg/apache/spark/sql/classic/Dataset;"]
+SAVE = "invokevirtual Method org/apache/spark/sql/classic/DataFrameWriter.saveAsTable:(Ljava/lang/String;)V"
+OVERWRITE = ["aload_0", "aload_1", "invokestatic Method lakewatch/sdp/ViewRefresh.saveAsTable:(Lorg/apache/spark/sql/classic/"
+             "DataFrameWriter;Ljava/lang/String;Lorg/apache/spark/sql/pipelines/graph/BatchTableWrite;"
+             "Lorg/apache/spark/sql/classic/Dataset;)V"]
 
 
 @pytest.fixture(scope="module")
 def sdp_jar() -> Path:
-    jar = sdp_waits.LIBRARY.current_jar()
+    jar = sdp_classes.LIBRARY.current_jar()
     if jar is None:
-        pytest.fail(f"make setup built no {sdp_waits.LIBRARY.jar_name} from the current sources "
+        pytest.fail(f"make setup built no {sdp_classes.LIBRARY.jar_name} from the current sources "
                     "(python -m pipelines.local.javalib says why)")
     return jar
 
@@ -43,8 +54,8 @@ def class_file(jar: Path, name: str, tmp_path: Path, label: str) -> Path:
 
 
 def rewrite(sdp_jar: Path, source: Path, target: Path) -> subprocess.CompletedProcess:
-    class_path = os.pathsep.join(map(str, [sdp_jar, javalib.pyspark_jar(sdp_waits.ASM_JAR)]))
-    return subprocess.run([javalib._tool("java"), "-cp", class_path, sdp_waits.MAIN_CLASS, str(source), str(target)],
+    class_path = os.pathsep.join(map(str, [sdp_jar, javalib.pyspark_jar(sdp_classes.ASM_JAR)]))
+    return subprocess.run([javalib._tool("java"), "-cp", class_path, sdp_classes.MAIN_CLASS, str(source), str(target)],
                           capture_output=True, text=True)
 
 
@@ -68,7 +79,7 @@ def instructions(class_file: Path) -> dict[str, list[str]]:
 
 def rewritten(sdp_jar: Path, tmp_path: Path, name: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """The instructions of Spark's class `name` and of lakewatch's jar's rewrite of it."""
-    shipped = class_file(javalib.pyspark_jar(sdp_waits.PIPELINES_JAR), name, tmp_path, "shipped")
+    shipped = class_file(javalib.pyspark_jar(sdp_classes.PIPELINES_JAR), name, tmp_path, "shipped")
     ours = class_file(sdp_jar, name, tmp_path, "ours")
     before, after = instructions(shipped), instructions(ours)
     assert before.keys() == after.keys()
@@ -105,9 +116,37 @@ def test_the_flow_scheduler_sleeps_through_poll_sleep_and_changes_nothing_else(s
     assert others_unchanged(before, after, method)
 
 
-def test_a_class_without_the_wait_loops_is_left_alone(sdp_jar, tmp_path):
+def test_table_setup_runs_its_truncate_statement_through_view_refresh_and_changes_nothing_else(sdp_jar, tmp_path):
+    """The one `TRUNCATE TABLE` statement (built from that constant just before) is given the table
+    (materializeTable's second parameter); the other statement (DROP TABLE of a full refresh's
+    auxiliary table) still goes to Spark."""
+    before, after = rewritten(sdp_jar, tmp_path, "DatasetManager$")
+    method = the_method(before, "materializeTable")
+    old, new = before[method], after[method]
+    calls = [i for i, ins in enumerate(old) if ins == SQL]
+    assert len(calls) == 2
+    at = calls[0]
+    assert old[at - 1].startswith("invokedynamic") and "makeConcatWithConstants" in old[at - 1]
+    assert new[:at] + [SQL] + new[at + len(TRUNCATE):] == old
+    assert new[at:at + len(TRUNCATE)] == TRUNCATE
+    assert others_unchanged(before, after, method)
+
+
+def test_a_batch_flow_writes_through_view_refresh_and_changes_nothing_else(sdp_jar, tmp_path):
+    before, after = rewritten(sdp_jar, tmp_path, "BatchTableWrite")
+    (method,) = [m for m, ins in before.items() if SAVE in ins]
+    old, new = before[method], after[method]
+    assert old.count(SAVE) == 1 and SAVE not in new
+    at = old.index(SAVE)
+    assert new[:at] + [SAVE] + new[at + len(OVERWRITE):] == old
+    assert new[at:at + len(OVERWRITE)] == OVERWRITE
+    assert "static" in method and "(org.apache.spark.sql.pipelines.graph.BatchTableWrite, org.apache.spark.sql.classic.Dataset)" in method
+    assert others_unchanged(before, after, method)
+
+
+def test_a_class_without_the_calls_is_left_alone(sdp_jar, tmp_path):
     """Another class (or another Spark's without the calls): nothing written, exit code 3."""
-    other = class_file(javalib.pyspark_jar(sdp_waits.PIPELINES_JAR), "DataflowGraph", tmp_path, "shipped")
+    other = class_file(javalib.pyspark_jar(sdp_classes.PIPELINES_JAR), "DataflowGraph", tmp_path, "shipped")
     result = rewrite(sdp_jar, other, tmp_path / "out.class")
     assert result.returncode == 3 and "nothing changed" in result.stderr
     assert not (tmp_path / "out.class").exists()
@@ -115,7 +154,7 @@ def test_a_class_without_the_wait_loops_is_left_alone(sdp_jar, tmp_path):
 
 def test_the_test_sessions_jvm_runs_the_rewritten_classes(spark, sdp_jar):
     """The class path puts lakewatch's jar ahead of Spark's: the JVM loads our classes, not Spark's."""
-    for name in ("DataflowGraphTransformer", "TriggeredGraphExecution"):
+    for name in ("DataflowGraphTransformer", "TriggeredGraphExecution", "DatasetManager$", "BatchTableWrite"):
         loaded = spark._jvm.java.lang.Class.forName(f"org.apache.spark.sql.pipelines.graph.{name}")
         source = loaded.getProtectionDomain().getCodeSource().getLocation().getPath()
         assert Path(source) == sdp_jar
@@ -125,6 +164,6 @@ def test_local_jvms_get_the_jar_only_when_it_is_current(sdp_jar, tmp_path):
     class_path = session.base_conf()[javalib.CLASS_PATH].split(os.pathsep)
     assert str(sdp_jar) in class_path
     assert localfs.current_jar() is None or str(localfs.current_jar()) in class_path  # both, not one instead of the other
-    stale = tmp_path / sdp_waits.LIBRARY.jar_name
+    stale = tmp_path / sdp_classes.LIBRARY.jar_name
     stale.write_bytes(sdp_jar.read_bytes())  # no stamp of the current sources beside it
-    assert sdp_waits.spark_conf(stale) == {}
+    assert sdp_classes.spark_conf(stale) == {}

@@ -1,0 +1,215 @@
+package lakewatch.sdp;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import org.apache.xbean.asm9.ClassReader;
+import org.apache.xbean.asm9.ClassVisitor;
+import org.apache.xbean.asm9.ClassWriter;
+import org.apache.xbean.asm9.Handle;
+import org.apache.xbean.asm9.MethodVisitor;
+import org.apache.xbean.asm9.Opcodes;
+
+/**
+ * Four of open-source Spark Declarative Pipelines' classes (Spark 4.2), rewritten at setup with
+ * Spark's own shaded ASM: SDP waits without spinning or oversleeping ({@link SdpWaits}), and a
+ * materialized view's refresh is one commit ({@link ViewRefresh}).
+ *
+ * <p>1. {@code DataflowGraphTransformer.transformDownNodes} hands each flow's analysis to a pool of
+ * threads and then loops, without pausing, over its list of futures ({@code futures.partition(_.isDone)})
+ * until all are done. So while flows are analysed (every update's graph resolution, and again each
+ * time a flow starts) one thread keeps a core busy doing nothing. {@code
+ * LockSupport.parkNanos(SdpWaits.RESOLUTION_PAUSE_NANOS)} is inserted before each {@code
+ * ArrayBuffer.partition} call of that method: the loop looks at its futures every 0.2 ms.
+ *
+ * <p>2. {@code TriggeredGraphExecution.topologicalExecution} starts the flows whose inputs are done,
+ * then {@code Thread.sleep}s for {@code spark.sql.pipelines.execution.streamstate.pollingInterval}
+ * (whole seconds, 1 by default) before it looks again, so each level of the graph waits up to a
+ * second after its inputs finished; with 0 it yields instead of sleeping and keeps a core busy. Its
+ * {@code Thread.sleep(long)} call becomes {@link SdpWaits#pollSleep}: at most 10 ms.
+ *
+ * <p>3. {@code DatasetManager.materializeTable} runs {@code TRUNCATE TABLE} on every materialized
+ * view (and on a streaming table being fully refreshed); its {@code SparkSession.sql} call for that
+ * statement becomes {@link ViewRefresh#truncate}, which is given the table (the method's second
+ * parameter) and truncates streaming tables only.
+ *
+ * <p>4. {@code BatchTableWrite} appends a flow's rows with {@code DataFrameWriter.saveAsTable}; that
+ * call becomes {@link ViewRefresh#saveAsTable}, which is given the write and its rows (the parameters
+ * of the method that writes) and overwrites a materialized view in one commit.
+ *
+ * <p>Nothing else changes: the same calls run in the same order, exceptions (an interrupt included)
+ * propagate as before.
+ *
+ * <p>{@code java -cp <classes>:<xbean-asm9-shaded jar> lakewatch.sdp.SdpClasses IN OUT} writes the
+ * class file IN as rewritten to OUT, and exits with code 3 (writing nothing) when it has nothing to
+ * change: setup writes the four classes into lakewatch's jar this way (pipelines/local/sdp_classes.py).
+ */
+public final class SdpClasses {
+    static final String GRAPH = "org/apache/spark/sql/pipelines/graph/";
+    static final String RESOLUTION = GRAPH + "DataflowGraphTransformer";
+    static final String RESOLUTION_METHOD = "transformDownNodes";
+    static final String EXECUTION = GRAPH + "TriggeredGraphExecution";
+    static final String EXECUTION_METHOD = "topologicalExecution";  // a suffix: Scala mangles private names
+    static final String DATASETS = GRAPH + "DatasetManager$";
+    static final String MATERIALIZE_METHOD = "materializeTable";
+    // materializeTable(graph, table, isFullRefresh, context): the table is local variable 2 (0 is the object)
+    static final String MATERIALIZE_DESCRIPTOR = "(L" + GRAPH + "DataflowGraph;L" + GRAPH + "Table;ZL" + GRAPH
+            + "PipelineUpdateContext;)L" + GRAPH + "Table;";
+    static final int MATERIALIZE_TABLE_SLOT = 2;
+    static final String TRUNCATE_RECIPE = "TRUNCATE TABLE ";  // the string SDP builds the statement from
+    static final String SESSION = "org/apache/spark/sql/classic/SparkSession";
+    static final String DATASET = "org/apache/spark/sql/classic/Dataset";
+    static final String SQL_DESCRIPTOR = "(Ljava/lang/String;)L" + DATASET + ";";
+    static final String BATCH_WRITE = GRAPH + "BatchTableWrite";
+    // the static method of BatchTableWrite that writes: (the write, the flow's rows), local variables 0 and 1
+    static final String WRITE_DESCRIPTOR = "(L" + BATCH_WRITE + ";L" + DATASET + ";)V";
+    static final String WRITER = "org/apache/spark/sql/classic/DataFrameWriter";
+    static final String HELPERS = "lakewatch/sdp/";
+
+    private SdpClasses() {}
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 2) {
+            System.err.println("usage: SdpClasses IN.class OUT.class");
+            System.exit(2);
+        }
+        byte[] patched = patch(Files.readAllBytes(Path.of(args[0])));
+        if (patched == null) {
+            System.err.println("nothing to change in " + args[0] + ": nothing changed");
+            System.exit(3);
+        }
+        Files.write(Path.of(args[1]), patched);
+    }
+
+    /** The class as rewritten, or null when it has nothing to change. */
+    static byte[] patch(byte[] classfile) {
+        ClassReader reader = new ClassReader(classfile);
+        String className = reader.getClassName();
+        ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
+        int[] changed = {0};
+        reader.accept(new ClassVisitor(Opcodes.ASM9, writer) {
+            @Override
+            public MethodVisitor visitMethod(int access, String name, String descriptor, String signature,
+                                             String[] exceptions) {
+                MethodVisitor next = super.visitMethod(access, name, descriptor, signature, exceptions);
+                if (RESOLUTION.equals(className) && RESOLUTION_METHOD.equals(name)) {
+                    return new PauseBeforePartition(next, changed);
+                }
+                if (EXECUTION.equals(className) && name.endsWith(EXECUTION_METHOD) && "()V".equals(descriptor)) {
+                    return new PollSleep(next, changed);
+                }
+                if (DATASETS.equals(className) && MATERIALIZE_METHOD.equals(name)
+                        && MATERIALIZE_DESCRIPTOR.equals(descriptor)) {
+                    return new TruncateStreamingTablesOnly(next, changed);
+                }
+                if (BATCH_WRITE.equals(className) && (access & Opcodes.ACC_STATIC) != 0
+                        && WRITE_DESCRIPTOR.equals(descriptor)) {
+                    return new OverwriteViews(next, changed);
+                }
+                return next;
+            }
+        }, 0);
+        return changed[0] > 0 ? writer.toByteArray() : null;
+    }
+
+    /** Rewrite 1: a 0.2 ms pause before each look at the futures. */
+    static final class PauseBeforePartition extends MethodVisitor {
+        private final int[] changed;
+
+        PauseBeforePartition(MethodVisitor next, int[] changed) {
+            super(Opcodes.ASM9, next);
+            this.changed = changed;
+        }
+
+        @Override
+        public void visitMethodInsn(int opcode, String owner, String called, String descriptor, boolean isInterface) {
+            if (opcode == Opcodes.INVOKEVIRTUAL && "scala/collection/mutable/ArrayBuffer".equals(owner)
+                    && "partition".equals(called)) {
+                super.visitLdcInsn(SdpWaits.RESOLUTION_PAUSE_NANOS);
+                super.visitMethodInsn(Opcodes.INVOKESTATIC, "java/util/concurrent/locks/LockSupport", "parkNanos",
+                        "(J)V", false);
+                changed[0]++;
+            }
+            super.visitMethodInsn(opcode, owner, called, descriptor, isInterface);
+        }
+    }
+
+    /** Rewrite 2: the scheduler's sleep through SdpWaits.pollSleep. */
+    static final class PollSleep extends MethodVisitor {
+        private final int[] changed;
+
+        PollSleep(MethodVisitor next, int[] changed) {
+            super(Opcodes.ASM9, next);
+            this.changed = changed;
+        }
+
+        @Override
+        public void visitMethodInsn(int opcode, String owner, String called, String descriptor, boolean isInterface) {
+            if (opcode == Opcodes.INVOKESTATIC && "java/lang/Thread".equals(owner) && "sleep".equals(called)
+                    && "(J)V".equals(descriptor)) {
+                super.visitMethodInsn(Opcodes.INVOKESTATIC, HELPERS + "SdpWaits", "pollSleep", "(J)V", false);
+                changed[0]++;
+                return;
+            }
+            super.visitMethodInsn(opcode, owner, called, descriptor, isInterface);
+        }
+    }
+
+    /** Rewrite 3: the TRUNCATE TABLE statement goes through ViewRefresh.truncate, with the table. */
+    static final class TruncateStreamingTablesOnly extends MethodVisitor {
+        private final int[] changed;
+        private boolean truncateStatement;  // the last string built was a TRUNCATE TABLE statement
+
+        TruncateStreamingTablesOnly(MethodVisitor next, int[] changed) {
+            super(Opcodes.ASM9, next);
+            this.changed = changed;
+        }
+
+        @Override
+        public void visitInvokeDynamicInsn(String name, String descriptor, Handle bootstrap, Object... arguments) {
+            truncateStatement = "makeConcatWithConstants".equals(name) && arguments.length > 0
+                    && arguments[0] instanceof String && ((String) arguments[0]).startsWith(TRUNCATE_RECIPE);
+            super.visitInvokeDynamicInsn(name, descriptor, bootstrap, arguments);
+        }
+
+        @Override
+        public void visitMethodInsn(int opcode, String owner, String called, String descriptor, boolean isInterface) {
+            if (truncateStatement && opcode == Opcodes.INVOKEVIRTUAL && SESSION.equals(owner) && "sql".equals(called)
+                    && SQL_DESCRIPTOR.equals(descriptor)) {
+                super.visitVarInsn(Opcodes.ALOAD, MATERIALIZE_TABLE_SLOT);
+                super.visitMethodInsn(Opcodes.INVOKESTATIC, HELPERS + "ViewRefresh", "truncate",
+                        "(L" + SESSION + ";Ljava/lang/String;L" + GRAPH + "Table;)L" + DATASET + ";", false);
+                truncateStatement = false;
+                changed[0]++;
+                return;
+            }
+            truncateStatement = false;
+            super.visitMethodInsn(opcode, owner, called, descriptor, isInterface);
+        }
+    }
+
+    /** Rewrite 4: the flow's saveAsTable goes through ViewRefresh.saveAsTable, with the write and its rows. */
+    static final class OverwriteViews extends MethodVisitor {
+        private final int[] changed;
+
+        OverwriteViews(MethodVisitor next, int[] changed) {
+            super(Opcodes.ASM9, next);
+            this.changed = changed;
+        }
+
+        @Override
+        public void visitMethodInsn(int opcode, String owner, String called, String descriptor, boolean isInterface) {
+            if (opcode == Opcodes.INVOKEVIRTUAL && WRITER.equals(owner) && "saveAsTable".equals(called)
+                    && "(Ljava/lang/String;)V".equals(descriptor)) {
+                super.visitVarInsn(Opcodes.ALOAD, 0);
+                super.visitVarInsn(Opcodes.ALOAD, 1);
+                super.visitMethodInsn(Opcodes.INVOKESTATIC, HELPERS + "ViewRefresh", "saveAsTable",
+                        "(L" + WRITER + ";Ljava/lang/String;L" + BATCH_WRITE + ";L" + DATASET + ";)V", false);
+                changed[0]++;
+                return;
+            }
+            super.visitMethodInsn(opcode, owner, called, descriptor, isInterface);
+        }
+    }
+}

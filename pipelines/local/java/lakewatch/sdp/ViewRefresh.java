@@ -1,0 +1,48 @@
+package lakewatch.sdp;
+
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.classic.DataFrameWriter;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.pipelines.graph.BatchTableWrite;
+import org.apache.spark.sql.pipelines.graph.Table;
+
+/**
+ * A materialized view's refresh as one Delta commit, as on Databricks (see {@link SdpClasses}).
+ *
+ * <p>Open-source SDP 4.2 empties every materialized view ({@code TRUNCATE TABLE}) while it sets up
+ * tables, and its flow appends the new rows when it runs, often tens of seconds later. Meanwhile a
+ * reader (an alert, the dashboard, a query) sees the view empty, and a flow that fails leaves it
+ * empty. With the two calls below, SDP's table setup leaves a materialized view as it is, and its
+ * flow replaces the rows in one overwrite: each committed version of the view is a whole refresh.
+ * Streaming tables are left to SDP as before (their full refresh still truncates them).
+ */
+public final class ViewRefresh {
+    private ViewRefresh() {}
+
+    /**
+     * Called where {@code DatasetManager.materializeTable} runs {@code TRUNCATE TABLE}: for a full
+     * refresh of a streaming table, or for any materialized view. Runs it for the streaming table
+     * only; a materialized view keeps its rows until its flow overwrites them.
+     */
+    public static Dataset<?> truncate(SparkSession spark, String truncateSql, Table table) {
+        return table.isStreamingTable() ? spark.sql(truncateSql) : spark.emptyDataFrame();
+    }
+
+    /**
+     * Called where {@code BatchTableWrite} appends a flow's rows ({@code saveAsTable}, mode append).
+     * Into a materialized view the rows replace the view's rows in one commit, columns matched by
+     * name as the append matched them; into a streaming table they are appended as before. (A view
+     * that is not there fails the flow, as the append did.)
+     */
+    public static void saveAsTable(DataFrameWriter<?> writer, String name, BatchTableWrite write, Dataset<?> data)
+            throws NoSuchTableException {
+        Table destination = write.destination();
+        if (destination.isStreamingTable()) {
+            writer.saveAsTable(name);
+            return;
+        }
+        data.writeTo(destination.identifier().quotedString()).overwrite(functions.lit(true));
+    }
+}
