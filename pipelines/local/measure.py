@@ -124,6 +124,7 @@ class UpdateCommits:
 
     commits: list[tuple[datetime, dict[str, str]]]  # (commit time in UTC, operation metrics), newest first
     before: int | None  # the table's version before the update's first commit (None: none, or a new table)
+    read: bool = True  # False: the history could not be read (no table), so `commits` says nothing
 
 
 def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
@@ -139,7 +140,7 @@ def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
         rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(limit)}").select(
             "version", "timestamp", "operationMetrics", "userMetadata").collect()
     except Exception:  # noqa: BLE001 (the table does not exist: the update never created it)
-        return UpdateCommits([], None)
+        return UpdateCommits([], None, read=False)
     mine = [r for r in rows if r["userMetadata"] == tag]
     first = min((int(r["version"]) for r in mine), default=None)
     earlier = [int(r["version"]) for r in rows if r["userMetadata"] != tag and (first is None or int(r["version"]) < first)]

@@ -392,7 +392,7 @@ class _Update:
             if found.before is not None:
                 self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {found.before}")
                 self.say(f"    {name}: refresh {status}; kept its previous contents (version {found.before})")
-            elif not found.commits:
+            elif found.read and not found.commits:
                 self.say(f"    {name}: refresh {status}; kept its previous contents (this update did not write it)")
 
     def execute(self) -> None:
@@ -870,14 +870,17 @@ class _Update:
                                refreshed, key=lambda f: f.name)
         for flow in refreshed:
             result = self.flow_status[self.sdp_flow_name(flow.name)]
-            commits = history[flow.name].commits
+            found = history[flow.name]
+            commits = found.commits
             rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
             sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in commits) if b is not None]
-            # The refresh overwrites the view in one commit, which counts its rows (0 for a query of
-            # no rows). Open-source SDP as shipped truncates, then appends, and a query of no rows
-            # makes no write commit: with the update's own commits found, none of them a write, it wrote 0.
-            written = sum(rows) if rows else (0 if commits else None)
-            written_bytes = sum(sizes) if sizes else (0 if commits else None)
+            # The refresh overwrites the view in one commit, which counts its rows. Delta commits no
+            # write that changes nothing: a query of no rows into an empty view (with lakewatch's
+            # rewrite of SDP) or into a truncated one (SDP as shipped, which truncates, then appends).
+            # So a completed refresh whose commits hold no write, or that made none, wrote 0; when the
+            # history could not be read, the figure is not known.
+            written = sum(rows) if rows else (0 if found.read else None)
+            written_bytes = sum(sizes) if sizes else (0 if found.read else None)
             at = result.ended_at or max((t for t, _ in commits), default=now())
             rules = adapter.LOCAL_GRAPH.expectations.get(flow.target)
             expectations, dropped = None, None

@@ -29,7 +29,7 @@ def test_the_log_gives_what_describe_history_gives(spark, tmp_path):
     table = f"delta.`{path}`"
     commit(spark, f"CREATE TABLE {table} (n BIGINT) USING delta", None)
     commit(spark, f"INSERT INTO {table} VALUES (1), (2)", "u1")  # an earlier refresh
-    commit(spark, f"TRUNCATE TABLE {table}", "u2")  # this refresh: SDP truncates, then the flow writes
+    commit(spark, f"TRUNCATE TABLE {table}", "u2")  # this refresh: SDP as shipped truncates, then the flow writes
     commit(spark, f"INSERT INTO {table} VALUES (1), (2), (3)", "u2")
     commit(spark, f"INSERT INTO {table} VALUES (4)", "u3")  # a later update
 
