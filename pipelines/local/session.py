@@ -184,8 +184,12 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     pools.write_text(FAIR_POOLS)
     # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
+    # The parallel collector instead of G1: the engine keeps hundreds of MB of query plans and Delta
+    # state alive, so G1 marked its old generation concurrently all the time; a refresh used about 6%
+    # less engine CPU (bench/RESULTS.md, stop 35), at the price of a full collection (about 0.4 s)
+    # now and then.
     java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
-                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
+                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC")
     conf = {
         **base_conf(java_options),
         "spark.app.name": f"lakewatch engine ({home.root})",
