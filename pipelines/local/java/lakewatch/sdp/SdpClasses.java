@@ -113,13 +113,20 @@ public final class SdpClasses {
         return changed[0] > 0 ? writer.toByteArray() : null;
     }
 
-    /** Rewrite 1: a 0.2 ms pause before each look at the futures. */
-    static final class PauseBeforePartition extends MethodVisitor {
-        private final int[] changed;
+    /** One method's rewrite: it counts each change it makes in {@code changed[0]}. */
+    abstract static class Rewrite extends MethodVisitor {
+        final int[] changed;
 
-        PauseBeforePartition(MethodVisitor next, int[] changed) {
+        Rewrite(MethodVisitor next, int[] changed) {
             super(Opcodes.ASM9, next);
             this.changed = changed;
+        }
+    }
+
+    /** Rewrite 1: a 0.2 ms pause before each look at the futures. */
+    static final class PauseBeforePartition extends Rewrite {
+        PauseBeforePartition(MethodVisitor next, int[] changed) {
+            super(next, changed);
         }
 
         @Override
@@ -136,12 +143,9 @@ public final class SdpClasses {
     }
 
     /** Rewrite 2: the scheduler's sleep through SdpWaits.pollSleep. */
-    static final class PollSleep extends MethodVisitor {
-        private final int[] changed;
-
+    static final class PollSleep extends Rewrite {
         PollSleep(MethodVisitor next, int[] changed) {
-            super(Opcodes.ASM9, next);
-            this.changed = changed;
+            super(next, changed);
         }
 
         @Override
@@ -157,13 +161,11 @@ public final class SdpClasses {
     }
 
     /** Rewrite 3: the TRUNCATE TABLE statement goes through ViewRefresh.truncate, with the table. */
-    static final class TruncateStreamingTablesOnly extends MethodVisitor {
-        private final int[] changed;
+    static final class TruncateStreamingTablesOnly extends Rewrite {
         private boolean truncateStatement;  // the last string built was a TRUNCATE TABLE statement
 
         TruncateStreamingTablesOnly(MethodVisitor next, int[] changed) {
-            super(Opcodes.ASM9, next);
-            this.changed = changed;
+            super(next, changed);
         }
 
         @Override
@@ -190,12 +192,9 @@ public final class SdpClasses {
     }
 
     /** Rewrite 4: the flow's saveAsTable goes through ViewRefresh.saveAsTable, with the write and its rows. */
-    static final class OverwriteViews extends MethodVisitor {
-        private final int[] changed;
-
+    static final class OverwriteViews extends Rewrite {
         OverwriteViews(MethodVisitor next, int[] changed) {
-            super(Opcodes.ASM9, next);
-            this.changed = changed;
+            super(next, changed);
         }
 
         @Override
