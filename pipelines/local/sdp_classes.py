@@ -60,6 +60,7 @@ REWRITTEN = (  # class files of the pipelines jar that the library's jar holds r
     "org/apache/spark/sql/pipelines/graph/TriggeredGraphExecution.class",
     "org/apache/spark/sql/pipelines/graph/DatasetManager$.class",
     "org/apache/spark/sql/pipelines/graph/BatchTableWrite.class",
+    "org/apache/spark/sql/pipelines/graph/DataflowGraph.class",
 )
 
 

@@ -1,13 +1,14 @@
-"""SDP's four classes rewritten so that SDP waits without spinning or oversleeping and refreshes a
-materialized view in one commit (pipelines/local/sdp_classes.py).
+"""SDP's five classes rewritten so that SDP waits without spinning or oversleeping, refreshes a
+materialized view in one commit and starts a flow that reads no table without analysing it again
+(pipelines/local/sdp_classes.py).
 
 Oracles: the JDK's own disassembler (`javap -c -p`) on the classes the pipelines jar pyspark ships
 and on the classes in lakewatch's jar: the only differences must be a 0.2 ms
 `LockSupport.parkNanos` right before the graph resolution's look at its futures
 (`ArrayBuffer.partition` in `transformDownNodes`), the flow scheduler's `Thread.sleep` replaced by
 `SdpWaits.pollSleep`, the table setup's `TRUNCATE TABLE` statement run through `ViewRefresh.truncate`
-(given the table), and the batch flow's `saveAsTable` through `ViewRefresh.saveAsTable` (given the
-write and its rows); every other instruction of every method stays as Spark compiled it. And the test
+(given the table), the batch flow's `saveAsTable` through `ViewRefresh.saveAsTable` (given the
+write and its rows), and `reanalyzeFlow` first asking `FlowStarts.unchanged`; every other instruction of every method stays as Spark compiled it. And the test
 session's own JVM: the classes it loads are the ones from lakewatch's jar. What the rewritten refresh
 does to real views, Delta's own history says (tests/integration/test_trust.py)."""
 
@@ -34,6 +35,9 @@ SAVE = "invokevirtual Method org/apache/spark/sql/classic/DataFrameWriter.saveAs
 OVERWRITE = ["aload_0", "aload_1", "invokestatic Method lakewatch/sdp/ViewRefresh.saveAsTable:(Lorg/apache/spark/sql/classic/"
              "DataFrameWriter;Ljava/lang/String;Lorg/apache/spark/sql/pipelines/graph/BatchTableWrite;"
              "Lorg/apache/spark/sql/classic/Dataset;)V"]
+REUSE = ["aload_0", "aload_1", "invokestatic Method lakewatch/sdp/FlowStarts.unchanged:(Lorg/apache/spark/sql/pipelines/graph/"
+         "DataflowGraph;Lorg/apache/spark/sql/pipelines/graph/Flow;)Lorg/apache/spark/sql/pipelines/graph/ResolvedFlow;",
+         "dup", "ifnull", "areturn", "pop"]
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +148,18 @@ def test_a_batch_flow_writes_through_view_refresh_and_changes_nothing_else(sdp_j
     assert others_unchanged(before, after, method)
 
 
+def test_reanalyze_flow_first_asks_flow_starts_and_changes_nothing_else(sdp_jar, tmp_path):
+    """`r = FlowStarts.unchanged(this, flow); if (r != null) return r;`, then the method as compiled."""
+    before, after = rewritten(sdp_jar, tmp_path, "DataflowGraph")
+    method = the_method(before, "reanalyzeFlow")
+    assert after[method][:len(REUSE)] == REUSE
+    assert after[method][len(REUSE):] == before[method]
+    assert others_unchanged(before, after, method)
+
+
 def test_a_class_without_the_calls_is_left_alone(sdp_jar, tmp_path):
     """Another class (or another Spark's without the calls): nothing written, exit code 3."""
-    other = class_file(javalib.pyspark_jar(sdp_classes.PIPELINES_JAR), "DataflowGraph", tmp_path, "shipped")
+    other = class_file(javalib.pyspark_jar(sdp_classes.PIPELINES_JAR), "FlowAnalysis", tmp_path, "shipped")
     result = rewrite(sdp_jar, other, tmp_path / "out.class")
     assert result.returncode == 3 and "nothing changed" in result.stderr
     assert not (tmp_path / "out.class").exists()
@@ -154,7 +167,8 @@ def test_a_class_without_the_calls_is_left_alone(sdp_jar, tmp_path):
 
 def test_the_test_sessions_jvm_runs_the_rewritten_classes(spark, sdp_jar):
     """The class path puts lakewatch's jar ahead of Spark's: the JVM loads our classes, not Spark's."""
-    for name in ("DataflowGraphTransformer", "TriggeredGraphExecution", "DatasetManager$", "BatchTableWrite"):
+    for name in ("DataflowGraphTransformer", "TriggeredGraphExecution", "DatasetManager$", "BatchTableWrite",
+                 "DataflowGraph"):
         loaded = spark._jvm.java.lang.Class.forName(f"org.apache.spark.sql.pipelines.graph.{name}")
         source = loaded.getProtectionDomain().getCodeSource().getLocation().getPath()
         assert Path(source) == sdp_jar

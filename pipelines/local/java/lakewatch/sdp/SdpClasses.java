@@ -8,13 +8,15 @@ import org.apache.xbean.asm9.ClassReader;
 import org.apache.xbean.asm9.ClassVisitor;
 import org.apache.xbean.asm9.ClassWriter;
 import org.apache.xbean.asm9.Handle;
+import org.apache.xbean.asm9.Label;
 import org.apache.xbean.asm9.MethodVisitor;
 import org.apache.xbean.asm9.Opcodes;
 
 /**
- * Four of open-source Spark Declarative Pipelines' classes (Spark 4.2), rewritten at setup with
- * Spark's own shaded ASM: SDP waits without spinning or oversleeping ({@link SdpWaits}), and a
- * materialized view's refresh is one commit ({@link ViewRefresh}).
+ * Five of open-source Spark Declarative Pipelines' classes (Spark 4.2), rewritten at setup with
+ * Spark's own shaded ASM: SDP waits without spinning or oversleeping ({@link SdpWaits}), a
+ * materialized view's refresh is one commit ({@link ViewRefresh}), and a flow that reads no table
+ * starts without analysing its query again ({@link FlowStarts}).
  *
  * <p>1. {@code DataflowGraphTransformer.transformDownNodes} hands each flow's analysis to a pool of
  * threads and then loops, without pausing, over its list of futures ({@code futures.partition(_.isDone)})
@@ -38,12 +40,16 @@ import org.apache.xbean.asm9.Opcodes;
  * call becomes {@link ViewRefresh#saveAsTable}, which is given the write and its rows (the parameters
  * of the method that writes) and overwrites a materialized view in one commit.
  *
+ * <p>5. {@code DataflowGraph.reanalyzeFlow} resolves a starting flow's part of the graph again; it
+ * first asks {@link FlowStarts#unchanged}, and returns the flow as the update resolved it when that
+ * gives one (a flow whose part of the graph reads no table).
+ *
  * <p>Nothing else changes: the same calls run in the same order, exceptions (an interrupt included)
  * propagate as before.
  *
  * <p>{@code java -cp <classes>:<xbean-asm9-shaded jar> lakewatch.sdp.SdpClasses IN OUT} writes the
  * class file IN as rewritten to OUT, and exits with code 3 (writing nothing) when it has nothing to
- * change: setup writes the four classes into lakewatch's jar this way (pipelines/local/sdp_classes.py).
+ * change: setup writes the five classes into lakewatch's jar this way (pipelines/local/sdp_classes.py).
  */
 public final class SdpClasses {
     static final String GRAPH = "org/apache/spark/sql/pipelines/graph/";
@@ -66,6 +72,10 @@ public final class SdpClasses {
     static final String WRITE_DESCRIPTOR = "(L" + BATCH_WRITE + ";L" + DATASET + ";)V";
     static final String WRITER = "org/apache/spark/sql/classic/DataFrameWriter";
     static final String HELPERS = "lakewatch/sdp/";
+    static final String FLOW_GRAPH = GRAPH + "DataflowGraph";
+    static final String REANALYZE_METHOD = "reanalyzeFlow";
+    static final String RESOLVED_FLOW = GRAPH + "ResolvedFlow";
+    static final String REANALYZE_DESCRIPTOR = "(L" + GRAPH + "Flow;)L" + RESOLVED_FLOW + ";";
 
     private SdpClasses() {}
 
@@ -106,6 +116,10 @@ public final class SdpClasses {
                 if (BATCH_WRITE.equals(className) && (access & Opcodes.ACC_STATIC) != 0
                         && WRITE_DESCRIPTOR.equals(descriptor)) {
                     return new OverwriteViews(next, changed);
+                }
+                if (FLOW_GRAPH.equals(className) && REANALYZE_METHOD.equals(name)
+                        && REANALYZE_DESCRIPTOR.equals(descriptor) && (access & Opcodes.ACC_STATIC) == 0) {
+                    return new ReuseResolvedFlow(next, changed);
                 }
                 return next;
             }
@@ -209,6 +223,33 @@ public final class SdpClasses {
                 return;
             }
             super.visitMethodInsn(opcode, owner, called, descriptor, isInterface);
+        }
+    }
+
+    /**
+     * Rewrite 5: reanalyzeFlow(flow) starts with {@code r = FlowStarts.unchanged(this, flow); if (r !=
+     * null) return r;} and goes on as compiled otherwise.
+     */
+    static final class ReuseResolvedFlow extends Rewrite {
+        ReuseResolvedFlow(MethodVisitor next, int[] changed) {
+            super(next, changed);
+        }
+
+        @Override
+        public void visitCode() {
+            super.visitCode();
+            Label analyse = new Label();
+            super.visitVarInsn(Opcodes.ALOAD, 0);
+            super.visitVarInsn(Opcodes.ALOAD, 1);
+            super.visitMethodInsn(Opcodes.INVOKESTATIC, HELPERS + "FlowStarts", "unchanged",
+                    "(L" + FLOW_GRAPH + ";L" + GRAPH + "Flow;)L" + RESOLVED_FLOW + ";", false);
+            super.visitInsn(Opcodes.DUP);
+            super.visitJumpInsn(Opcodes.IFNULL, analyse);
+            super.visitInsn(Opcodes.ARETURN);
+            super.visitLabel(analyse);
+            super.visitFrame(Opcodes.F_SAME1, 0, null, 1, new Object[] {RESOLVED_FLOW});
+            super.visitInsn(Opcodes.POP);
+            changed[0]++;
         }
     }
 }
