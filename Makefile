@@ -34,9 +34,9 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 
 # lakewatch's Java classes (pipelines/local/javalib.py), compiled once with the JDK's javac: Hadoop's
 # local file system without a chmod or readlink process per file (localfs.py), Delta's catalog
-# without a commit for an ALTER TABLE that changes nothing (delta_catalog.py), and four of SDP's
-# classes rewritten so that it waits without spinning or oversleeping and refreshes a materialized
-# view in one overwrite (sdp_classes.py).
+# without a commit for an ALTER TABLE that changes nothing (delta_catalog.py), and five of SDP's
+# classes rewritten so that it waits without spinning or oversleeping, refreshes a materialized view
+# in one overwrite and starts a flow that reads no table without analysing it again (sdp_classes.py).
 $(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs.py pipelines/local/delta_catalog.py pipelines/local/sdp_classes.py $(shell find pipelines/local/java -name '*.java')
 	$(BIN)/python -m pipelines.local.javalib
 	@touch $@

@@ -6,9 +6,10 @@ Three libraries, each loaded where what it extends is loaded:
   call. On `spark.driver.extraClassPath`, beside Hadoop's own classes.
 - `lakewatch.catalog` (pipelines/local/delta_catalog.py): Delta's catalog without a commit for an
   ALTER TABLE that changes nothing. In `spark.jars`, beside Delta's jars (which Spark loads there).
-- `lakewatch.sdp` (pipelines/local/sdp_classes.py): four of SDP's own classes, rewritten so that SDP
-  waits without spinning or oversleeping and refreshes a materialized view in one overwrite. On
-  `spark.driver.extraClassPath`, ahead of Spark's jars.
+- `lakewatch.sdp` (pipelines/local/sdp_classes.py): five of SDP's own classes, rewritten so that SDP
+  waits without spinning or oversleeping, refreshes a materialized view in one overwrite and starts a
+  flow that reads no table without analysing it again. On `spark.driver.extraClassPath`, ahead of
+  Spark's jars.
 
 A jar is used only when its stamp (a digest of its sources and of the names of the jars it compiled
 against) matches the sources as they are now, so a jar built from older sources or for another pyspark

@@ -1,5 +1,6 @@
-"""Four of open-source SDP's classes, rewritten at setup: SDP waits without spinning or oversleeping,
-and a materialized view's refresh is one commit.
+"""Five of open-source SDP's classes, rewritten at setup: SDP waits without spinning or oversleeping,
+a materialized view's refresh is one commit, and a flow that reads no table starts without being
+analysed again.
 
 Open-source Spark Declarative Pipelines (Spark 4.2) waits in two loops, and both cost the engine:
 - Graph resolution hands each flow's analysis to a pool of threads, and
@@ -22,7 +23,13 @@ alert, the dashboard or a query reads the view empty (measured: `update_status` 
 refresh ran, and the alerts went UNKNOWN; bench/RESULTS.md, stop 35), and a view whose flow fails
 stays empty until the runner restores it. On Databricks a refresh replaces a view's rows at once.
 
-`pipelines/local/java/lakewatch/sdp/SdpClasses.java` rewrites the four with Spark's own shaded ASM:
+And at each flow start `DataflowGraph.reanalyzeFlow` resolves the flow's part of the graph again (the
+flow and those upstream of it, up to the tables), so that a flow reading a table sees it as
+materialized. A bronze flow reads files through its `{table}_source` view: its rescue plan was
+analysed twice more at each start, one flow after another (0.3-0.5 s per bronze flow of an empty
+update; bench/RESULTS.md, stop 35).
+
+`pipelines/local/java/lakewatch/sdp/SdpClasses.java` rewrites the five with Spark's own shaded ASM:
 - `LockSupport.parkNanos(200 µs)` before the first loop's `ArrayBuffer.partition` call (it looks at
   its futures every 0.2 ms);
 - the second loop's `Thread.sleep` through `SdpWaits.pollSleep`, at most 10 ms (it looks at its flows
@@ -31,9 +38,12 @@ stays empty until the runner restores it. On Databricks a refresh replaces a vie
   refresh) and leaves a materialized view as it is;
 - the flow's `saveAsTable` through `ViewRefresh.saveAsTable`, which overwrites a materialized view in
   one commit (columns by name, `writeTo(...).overwrite(true)`) and appends to a streaming table as
-  before.
+  before;
+- `reanalyzeFlow` first asks `FlowStarts.unchanged`, which gives the flow as the update resolved it
+  when neither it nor a flow upstream of it reads a table (of the graph or outside it); any other flow
+  is analysed again as before.
 Everything else runs as before, in the same order; an interrupt stops the scheduler as before. `make
-setup` (`python -m pipelines.local.javalib`) compiles the classes, rewrites the four classes of the
+setup` (`python -m pipelines.local.javalib`) compiles the classes, rewrites the five classes of the
 pipelines jar pyspark ships, and puts them all in `.cache/java/lakewatch-sdp.jar`, which every local
 JVM has on `spark.driver.extraClassPath`: ahead of Spark's jars, so the JVM loads the rewritten classes
 (and the class data sharing archive holds them). With another pyspark the jar is rebuilt for its
