@@ -35,13 +35,15 @@ public final class FlowStarts {
         if (resolved.isEmpty() || !graph.flowNodes().contains(flow.identifier())) {
             return null;
         }
+        // The datasets reanalyzeFlow resolves again: the flow's destination and, upstream of it, every
+        // dataset up to the tables (a set of datasets, not of flows); their flows are the ones it resolves.
         Set<TableIdentifier> upstream = graph.dfsInternal(graph.flowNodes().apply(flow.identifier()).output(),
                 false, true);
         Iterator<ResolvedFlow> flows = graph.resolvedFlows().iterator();
         int checked = 0;
         while (flows.hasNext()) {
             ResolvedFlow each = flows.next();
-            if (!each.identifier().equals(flow.identifier()) && !upstream.contains(each.identifier())) {
+            if (!each.identifier().equals(flow.identifier()) && !upstream.contains(each.destinationIdentifier())) {
                 continue;
             }
             checked++;
