@@ -58,6 +58,7 @@ class InFlightUpdate:
     log_offset: int
     full_refresh: bool = False
     materialized_views: list[str] = field(default_factory=list)  # restored if their refresh does not complete
+    expectation_datasets: list[str] = field(default_factory=list)  # datasets with expectations
     flows: list[FlowRecord] = field(default_factory=list)
     registered: bool = False
     stopped_by: str | None = None  # why the runner stopped, when it knew (its engine or endpoint was lost)

@@ -125,6 +125,12 @@ class UpdateCommits:
     commits: list[tuple[datetime, dict[str, str]]]  # (commit time in UTC, operation metrics), newest first
     before: int | None  # the table's version before the update's first commit (None: none, or a new table)
     read: bool = True  # False: the history could not be read (no table), so `commits` says nothing
+    operations: tuple[str, ...] = ()  # each commit's Delta operation (WRITE, TRUNCATE...), as `commits`
+
+    def wrote(self) -> bool:
+        """Whether the update wrote the table's data (a Delta WRITE: a refresh's overwrite, or SDP as
+        shipped's append after its TRUNCATE), not only set it up."""
+        return "WRITE" in self.operations
 
 
 def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
@@ -138,7 +144,7 @@ def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
     tag = commit_tag(update_id)
     try:
         rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {int(limit)}").select(
-            "version", "timestamp", "operationMetrics", "userMetadata").collect()
+            "version", "timestamp", "operation", "operationMetrics", "userMetadata").collect()
     except Exception:  # noqa: BLE001 (the table does not exist: the update never created it)
         return UpdateCommits([], None, read=False)
     mine = [r for r in rows if r["userMetadata"] == tag]
@@ -146,7 +152,8 @@ def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
     earlier = [int(r["version"]) for r in rows if r["userMetadata"] != tag and (first is None or int(r["version"]) < first)]
     # collect() returns naive local time; make it an aware UTC time.
     commits = [(r["timestamp"].astimezone(timezone.utc), dict(r["operationMetrics"] or {})) for r in mine]
-    return UpdateCommits(commits, max(earlier) if mine and earlier else None)
+    return UpdateCommits(commits, max(earlier) if mine and earlier else None,
+                         operations=tuple(str(r["operation"]) for r in mine))
 
 
 COMMIT_FILE = re.compile(r"[0-9]{20}\.json")
@@ -195,14 +202,15 @@ def update_commits_in_log(table_dir: Path, update_id: str, limit: int = 50) -> U
     if commits is None:
         return None
     tag = commit_tag(update_id)
-    mine = [(version, at, dict(info.get("operationMetrics") or {}))
+    mine = [(version, at, dict(info.get("operationMetrics") or {}), str(info.get("operation")))
             for version, at, info in commits if info.get("userMetadata") == tag]
     if not mine:
         return None
-    first = min(version for version, _, _ in mine)
+    first = min(version for version, _, _, _ in mine)
     earlier = [version for version, _, info in commits if info.get("userMetadata") != tag and version < first]
     newest_first = sorted(mine, key=lambda commit: -commit[0])  # as DESCRIBE HISTORY lists them
-    return UpdateCommits([(at, metrics) for _, at, metrics in newest_first], max(earlier) if earlier else None)
+    return UpdateCommits([(at, metrics) for _, at, metrics, _ in newest_first], max(earlier) if earlier else None,
+                         operations=tuple(operation for _, _, _, operation in newest_first))
 
 
 def metric_of(metrics: Mapping[str, str], metric: str) -> int | None:

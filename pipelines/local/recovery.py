@@ -4,14 +4,16 @@ an update's compute is lost: the update ends FAILED with an error saying it was 
 Any command that opens a state folder calls `recover_unfinished` first. An update is interrupted
 when its in-flight record (see `inflight`) is there but no live process holds the run lock. Closing
 it, from what the record and the state folder say:
-1. stop what the dead runner left running on the engine: its Spark Connect session is released,
-   which stops its pipeline run and streaming queries;
+1. stop what the dead runner left running on the engine: its Spark Connect session's operations are
+   interrupted and the session released, which stops its pipeline run and streaming queries;
 2. record the micro-batches that committed after the runner's last event-log write: rows from the
    target tables' Delta history; their expectation counts are lost with the runner and stay NULL,
    with a WARN event saying so;
-3. give materialized views whose refresh did not complete their previous contents back (open-source
-   SDP as shipped truncates them at setup; with lakewatch's rewrite of it, pipelines/local/sdp_classes.py,
-   a view is only written by its completed refresh, so there is nothing to give back);
+3. settle the materialized views whose refresh the event log does not show completed: a view the
+   update wrote (Delta's history holds its WRITE) was refreshed whole, after the runner's last event:
+   its flow is recorded COMPLETED with the rows of that write; a view it only truncated (open-source SDP
+   as shipped truncates views at setup) gets its previous contents back. With lakewatch's rewrite of
+   SDP (pipelines/local/sdp_classes.py) a view is written only by its refresh's one overwrite;
 4. mark flows that were still running FAILED, write the backlog and rewrite the file state from the
    checkpoints;
 5. write the terminal `update_progress` FAILED with the interruption as its error.
@@ -71,18 +73,58 @@ def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | No
     return closed
 
 
-def _release_session(url: str, session_id: str) -> None:
-    """Releases a Spark Connect session: the server stops its pipeline runs and streaming queries."""
+FLOW_THREADS = "lakewatch.sdp.FlowThreads"  # pipelines/local/java/lakewatch/sdp/FlowThreads.java
+FLOW_DRAIN_SECONDS = 120  # the longest the recovery waits for the interrupted run's running flows
+
+
+def _flow_threads(spark: Any, method: str, *args: int) -> int | None:
+    """Calls `FlowThreads.<method>` in the engine's JVM (SQL's `reflect`: the local engine runs its
+    tasks in its driver). None where the class is not there (`--remote`, or SDP as shipped)."""
+    values = "".join(f", CAST({int(a)} AS BIGINT)" for a in args)
+    try:
+        return int(spark.sql(f"SELECT reflect('{FLOW_THREADS}', '{method}'{values}) AS n").collect()[0]["n"])
+    except Exception:  # noqa: BLE001 (the class is not on the engine's class path)
+        return None
+
+
+def _stop_session(spark: Any, url: str, session_id: str, say: Say) -> None:
+    """Stops what a dead runner's Spark Connect session runs, then releases the session.
+
+    Releasing alone does not stop a pipeline run: Spark 4.2's `PipelineExecution.runPipeline` holds
+    the execution's lock until the run ends, and the session's close waits for that lock before it
+    stops the run, so the release returns when the dead runner's update has run to its end (a jstack of
+    the engine: `SessionHolder.close` blocked in `executionStarted`). On the local engine the session's
+    operations are interrupted first: that cancels the run's Spark jobs and ends the operation that
+    holds the lock, and the close then stops the flow scheduler and the streams. A materialized view's
+    flow already running goes on to its write, so the recovery waits for SDP's flow threads to finish
+    (`FlowThreads`) before it reads what the run left and before the next update starts. Elsewhere (a
+    `--remote` endpoint) the release waits for the run to end, as before.
+    """
     from pyspark.sql.connect.client import SparkConnectClient
 
+    drainable = _flow_threads(spark, "running") is not None
     client = SparkConnectClient(f"{url.rstrip('/')}/;session_id={session_id}")
     # No retries: the engine that ran it is often gone (killed with its runner), and Spark Connect's
     # default policy would retry an unreachable server for 10 minutes before the update is closed.
     client.set_retry_policies([])
     try:
-        client.release_session()
+        if drainable:
+            client.interrupt_all()
+        try:
+            client.release_session()
+        except Exception as e:  # noqa: BLE001 (see below)
+            # The close stops the scheduler, then reports the run's queued flows SKIPPED to the
+            # interrupted operation's event stream, which is shut: it fails there, with the session
+            # closed and the run's scheduler stopped.
+            if not drainable or "STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN" not in str(e):
+                raise
     finally:
         client.close()
+    if drainable:
+        running = _flow_threads(spark, "awaitIdle", FLOW_DRAIN_SECONDS * 1000)
+        if running:
+            say(f"  {running} flow(s) of the interrupted run still running after {FLOW_DRAIN_SECONDS} s; "
+                "what they write lands after this update is closed")
 
 
 def _replay_journal(spark: Any, home: LocalHome, record: inflight.InFlightUpdate) -> None:
@@ -133,7 +175,7 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: {why}; closing it as FAILED")
     notes: list[tuple[str, str, inflight.FlowRecord | None]] = []
     try:
-        _release_session(record.url, record.session_id)
+        _stop_session(spark, record.url, record.session_id, say)
     except Exception as e:  # noqa: BLE001 (the engine that ran it may be gone, and its work with it)
         say(f"  the interrupted run's engine session could not be released ({type(e).__name__}); "
             "it ended with its engine")
@@ -150,12 +192,16 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     last_seen = [r["timestamp"].replace(tzinfo=timezone.utc) for r in events if r["timestamp"] is not None]
     last_status: dict[str, tuple[datetime, str]] = {}
     logged_batches: set[tuple[str, int]] = set()
+    measured: set[str] = set()  # flows with a METRICS event of their whole update (materialized views)
     for r in events:
         if r["event_type"] != "flow_progress" or not r["flow_name"]:
             continue
         if r["level"] == "METRICS" and r["batch_id"] is not None:
             logged_batches.add((r["flow_name"], int(r["batch_id"])))
-        elif r["flow_status"]:
+            continue
+        if r["level"] == "METRICS":
+            measured.add(r["flow_name"])
+        if r["flow_status"]:
             at = r["timestamp"]
             if r["flow_name"] not in last_status or at >= last_status[r["flow_name"]][0]:
                 last_status[r["flow_name"]] = (at, r["flow_status"])
@@ -163,7 +209,10 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     if record.registered:
         for flow in record.flows:
             last_seen += _record_missing_batches(spark, flow, origin, logged_batches, stream, notes)
-        _restore_views(spark, record, last_status, say)
+        completed, times = _settle_views(spark, home, record, origin, last_status, measured, stream, notes, say)
+        last_seen += times
+        for flow_name in completed:
+            last_status[flow_name] = (max(times), "COMPLETED")
     ended = max(last_seen, default=datetime.fromisoformat(record.started_at))
     error = interrupted_error(record.stopped_by or f"its runner (pid {record.pid}) stopped before the update "
                               "finished (killed, out of memory, or the machine stopped)")
@@ -215,17 +264,49 @@ def _record_missing_batches(spark: Any, flow: inflight.FlowRecord, origin: E.Ori
     return list(new.values())
 
 
-def _restore_views(spark: Any, record: inflight.InFlightUpdate, last_status: dict[str, tuple[datetime, str]],
-                   say: Say) -> None:
-    """Materialized views whose refresh did not complete get their previous contents back."""
+def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, origin: E.Origin,
+                  last_status: dict[str, tuple[datetime, str]], measured: set[str], stream: EventLogStream,
+                  notes: list, say: Say) -> tuple[set[str], list[datetime]]:
+    """The materialized views of the interrupted update, from what their Delta logs say it wrote.
+
+    A view the update wrote (a Delta WRITE: the refresh's one overwrite, or SDP as shipped's append
+    after its TRUNCATE) was refreshed whole: when the event log does not show its flow completed, the
+    refresh ended after the runner's last event-log write, and its flow is recorded COMPLETED. Each
+    completed refresh gets the METRICS event the runner writes at the end of an update, with the rows
+    of its write (0 for a completed refresh that wrote nothing, as the runner counts). A view the update
+    only truncated gets its previous contents back. Returns the flows recorded COMPLETED here and when.
+    """
     flows = {f.target: f for f in record.flows if f.target}
+    settled: set[str] = set()
+    times: list[datetime] = []
     for name in record.materialized_views:
         flow = flows.get(name)
-        status = last_status.get(flow.sdp_name) if flow else None
-        if status is not None and status[1] == "COMPLETED":
+        if flow is None or flow.sdp_name in measured:
             continue
+        status = last_status.get(flow.sdp_name)
+        completed = status is not None and status[1] == "COMPLETED"
         table = record.qualified(name)
-        before = measure.update_commits(spark, table, record.update_id).before
-        if before is not None:
-            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before}")
-            say(f"  {name}: refresh did not complete; kept its previous contents (version {before})")
+        table_dir = measure.local_table_dir(home.warehouse, table) if record.remote_url is None else None
+        found = measure.update_commits(spark, table, record.update_id, table_dir=table_dir)
+        if found.wrote() or completed:
+            at = max((t for t, _ in found.commits), default=status[0] if status else datetime.now(timezone.utc))
+            if at.tzinfo is None:
+                at = at.replace(tzinfo=timezone.utc)
+            rows = [int(c["numOutputRows"]) for _, c in found.commits if c.get("numOutputRows") is not None]
+            sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in found.commits) if b is not None]
+            flow_origin = measure.flow_origin(origin, flow)
+            stream.add(E.flow_metrics(flow_origin, at, num_output_rows=sum(rows) if rows else (0 if found.read else None),
+                                      status="COMPLETED", streaming=False,
+                                      num_output_bytes=sum(sizes) if sizes else (0 if found.read else None)))
+            if name in record.expectation_datasets:
+                notes.append(("expectation counts", "the runner stopped before it counted the view's expectations; "
+                              "its rows come from the view's Delta history", flow))
+            if not completed:
+                stream.add(E.flow_progress(flow_origin, at, "COMPLETED"))
+                settled.add(flow.sdp_name)
+                times.append(at)
+                say(f"  {name}: refresh completed after the runner stopped; kept its new contents")
+        elif found.before is not None:
+            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {found.before}")
+            say(f"  {name}: refresh did not complete; kept its previous contents (version {found.before})")
+    return settled, times

@@ -400,6 +400,7 @@ class _Update:
             self.storage.mkdir(parents=True, exist_ok=True)
             self.create_sinks()
             self.record.materialized_views = self.materialized_views()
+            self.record.expectation_datasets = sorted(adapter.LOCAL_GRAPH.expectations)
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
             self.collector = ProgressCollector(on_batch=self.record_batch, on_ended=self.query_ended)

@@ -50,6 +50,9 @@ JVM has on `spark.driver.extraClassPath`: ahead of Spark's jars, so the JVM load
 classes; where a call is not found, setup builds no jar and the JVMs run Spark's classes as shipped
 (then polling.py's choice matters again, and the runner gives a view whose refresh failed its previous
 rows back, `LocalUpdate.keep_unrefreshed_views`). `--remote` endpoints are not touched.
+
+The jar also holds `FlowThreads`, which the recovery of an update whose runner died calls through SQL's
+`reflect` to wait for the flows SDP still runs (pipelines/local/recovery.py).
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ class Interrupted:
     rerun: subprocess.CompletedProcess
     late: dict[str, set[str]]  # table -> files delivered after the kill: only the rerun can read them
     conf: tuple[str, ...] = ()  # the --set of the tables file the module runs with
+    killed_refresh: str = ""  # the observability update killed mid-refresh
+    refresh: subprocess.CompletedProcess | None = None  # the refresh after it, which closed it
 
 
 def _checkpoint_commits(home: Path, table: str) -> list[int]:
@@ -131,8 +133,48 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
     for record in arrive(150, LATE_FILES_PER_TABLE):
         late.setdefault(record.table, set()).add(record.path)
     rerun = cli.run("run", *conf)
-    cli.run("run", "lakewatch_observability", *conf)
-    return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late, conf)
+    killed_refresh = kill_a_refresh_midway(home, conf)
+    refresh = cli.run("run", "lakewatch_observability", *conf)
+    return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late, conf,
+                       killed_refresh, refresh)
+
+
+FLOW_LINE = re.compile(r"^\s+\d\d:\d\d:\d\d\s+(?P<flow>\w+)\s+(?P<status>[A-Z_]+)\s*$", re.M)
+STARTING_LINE = re.compile(r"starting update (?P<prefix>[0-9a-f]{8})")
+
+
+def kill_a_refresh_midway(home: Path, conf: tuple[str, ...]) -> str:
+    """Starts an observability refresh and kills its runner (SIGKILL) once its first view completed,
+    while the engine runs its other flows; returns the update id's first 8 characters."""
+    refresh = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", "lakewatch_observability", *conf],
+                               cwd=PROJECT_ROOT, env=cli_env(home), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    seen, prefix = [], None
+    assert refresh.stdout is not None
+    for line in refresh.stdout:  # the runner prints each flow's status as the engine reports it
+        seen.append(line)
+        start = STARTING_LINE.search(line)
+        if start and prefix is None:
+            prefix = start["prefix"]
+        flow = FLOW_LINE.match(line)
+        if flow and flow["status"] == "COMPLETED":
+            break
+    assert refresh.poll() is None and prefix, "".join(seen)
+    os.kill(refresh.pid, signal.SIGKILL)
+    refresh.wait(timeout=60)
+    return prefix
+
+
+def view_commits(tables: LocalTables, view: str) -> list[dict]:
+    """The view's commits from its Delta log, read as JSON by the test (version, operation, update tag,
+    rows written)."""
+    commits = []
+    for path in sorted((Path(tables.path(view)) / "_delta_log").glob("*.json")):
+        [info] = [json.loads(line)["commitInfo"] for line in path.read_text().splitlines()
+                  if line.strip() and "commitInfo" in json.loads(line)]
+        commits.append({"version": int(path.stem), "operation": info["operation"],
+                        "tag": info.get("userMetadata") or "", "rows": (info.get("operationMetrics") or {}).get("numOutputRows")})
+    return commits
 
 
 def test_a_second_run_is_refused_with_the_holder_named(interrupted):
@@ -334,3 +376,41 @@ def test_views_that_completed_were_refreshed_in_that_update(vanished, interrupte
         assert newest["operation"] != "RESTORE" and (newest["userMetadata"] or "").endswith(
             OBSERVABILITY_LINE.search(refresh.stdout)["id"]), view
 
+
+
+def test_a_refresh_killed_midway_is_closed_without_undoing_the_views_it_wrote(interrupted):
+    """The runner of a refresh is killed while the engine runs its flows. The next command stops what
+    the dead runner left running, waits for the flows already under way, and closes the update FAILED:
+    a view the killed update wrote (one WRITE in its Delta log) keeps what it wrote and its flow is
+    recorded COMPLETED with the rows of that write; no view is restored; and nothing of the killed
+    update is written after the refresh that closed it started writing."""
+    tables, refresh = interrupted.tables, interrupted.refresh
+    assert refresh is not None and f"update {interrupted.killed_refresh}" in refresh.stdout
+    assert "was interrupted" in refresh.stdout and OBSERVABILITY_LINE.search(refresh.stdout)["state"] == "COMPLETED"
+    killed = tables.table("lakewatch_observability_event_log").where(
+        f"origin.update_id LIKE '{interrupted.killed_refresh}%'")
+    [killed_id] = {r[0] for r in killed.select("origin.update_id").collect()}
+    closing = OBSERVABILITY_LINE.search(refresh.stdout)["id"]
+    statuses = {r["flow"].split(".")[-1]: r["status"] for r in killed.where(
+        "event_type = 'flow_progress' AND level != 'METRICS'").selectExpr(
+        "origin.flow_name AS flow", "get_json_object(details, '$.flow_progress.status') AS status").where(
+        "status IN ('COMPLETED', 'FAILED', 'SKIPPED')").collect()}
+    rows = {r["flow"].split(".")[-1]: r["rows"] for r in killed.where("level = 'METRICS'").selectExpr(
+        "origin.flow_name AS flow", "get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS rows").collect()}
+    commits_of = {p.name: view_commits(tables, p.name) for p in (tables.home / "warehouse" / "lakewatch.db").iterdir()
+                  if (p / "_delta_log").is_dir() and p.name in statuses}
+    views = [v for v, commits in commits_of.items() if not any(c["operation"] == "STREAMING UPDATE" for c in commits)]
+    written = []
+    for view in views:
+        commits = commits_of[view]
+        assert not any(c["operation"] == "RESTORE" for c in commits), view
+        mine = [c for c in commits if c["tag"].endswith(killed_id)]
+        later = [c for c in commits if c["tag"].endswith(closing)]
+        assert all(m["version"] < c["version"] for m in mine for c in later), view  # no write interleaved
+        if any(c["operation"] == "WRITE" for c in mine):
+            written.append(view)
+            assert statuses[view] == "COMPLETED", view
+            assert rows[view] == str(sum(int(c["rows"]) for c in mine if c["rows"] is not None)), view
+        elif statuses[view] == "COMPLETED":  # a refresh of no rows into an empty view commits nothing
+            assert rows[view] == "0" and not tables.table(view).count(), view
+    assert written and len(written) < len(views), (written, statuses)

@@ -174,6 +174,14 @@ def test_the_test_sessions_jvm_runs_the_rewritten_classes(spark, sdp_jar):
         assert Path(source) == sdp_jar
 
 
+def test_flow_threads_reads_sdps_flow_pool_of_this_spark(spark, sdp_jar):
+    """`FlowThreads` (the recovery's wait for an interrupted run's flows) links against the flow
+    thread pool of the SDP this pyspark ships: SQL's `reflect` calls it in the JVM, where no flow runs."""
+    row = spark.sql("SELECT reflect('lakewatch.sdp.FlowThreads', 'running') AS running, "
+                    "reflect('lakewatch.sdp.FlowThreads', 'awaitIdle', CAST(1000 AS BIGINT)) AS left").collect()[0]
+    assert (row["running"], row["left"]) == ("0", "0")
+
+
 def test_local_jvms_get_the_jar_only_when_it_is_current(sdp_jar, tmp_path):
     class_path = session.base_conf()[javalib.CLASS_PATH].split(os.pathsep)
     assert str(sdp_jar) in class_path
