@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Sequence
 
+from pipelines import cancellation
 from pipelines.errors import LakewatchError, engine_message
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
@@ -81,8 +82,15 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
         _say("  timings: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in result.timings))
     if not result.ok:
         _say(failure_paragraph(result))
-        return EXIT_FAILED
-    return EXIT_OK
+    return exit_code(result)
+
+
+def exit_code(result: Any) -> int:
+    """0 for a completed update; 128 plus the signal's number for one a signal stopped (or that
+    completed while one came: the command was still asked to stop); else 1."""
+    if result.canceled is not None:
+        return int(result.canceled.exit_code)
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def failure_paragraph(result: Any) -> str:
@@ -91,7 +99,9 @@ def failure_paragraph(result: Any) -> str:
     from pipelines.local.runner import describe_failure
 
     failed = result.failed_flows()
-    if failed:
+    if result.state == "CANCELED" and result.canceled is not None:
+        detail = f"stopped by {result.canceled.why}"
+    elif failed:
         detail = "; ".join(f"flow '{flow.short_name}' failed: {describe_failure(flow)}" for flow in failed)
     else:
         detail = f"{result.error_class_name}: {' '.join((result.error or '').split())[:800]}"
@@ -187,6 +197,8 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
                 _say("  " + line)
             if not task.update.ok:
                 _say("  " + failure_paragraph(task.update))
+    if result.canceled is not None:
+        return int(result.canceled.exit_code)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -425,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError):
         pass
     args = build_parser().parse_args(argv)
+    cancellation.install()  # Ctrl-C and SIGTERM raise Canceled: an update stops as CANCELED, not killed
     project = None
     try:
         from pipelines.local.home import LocalHome
@@ -433,9 +446,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         home = LocalHome(args.home.resolve()) if args.home else LocalHome.default()
         project = LocalProject(home=home, printer=_say, verbose=args.verbose, remote=args.remote)
         return int(args.handler(args, project))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        stopped = cancellation.canceled(e)
+        print(f"interrupted: {stopped.why}", file=sys.stderr)
+        return stopped.exit_code
     except Exception as e:  # noqa: BLE001 (the one place errors become messages)
         stopped = project.connection_lost() if project is not None else None
         if stopped is not None and args.verbose:

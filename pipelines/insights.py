@@ -77,6 +77,11 @@ RULES: tuple[Rule, ...] = (
          re.escape(NO_PROGRESS),
          "The update made no progress (no flow completed, no row written) before it ended: check that "
          "files still arrive and that the source is reachable; the events of the update show where it waited."),
+    Rule("canceled",
+         re.escape(STATE_MARKER) + "CANCELED",
+         "The update was canceled before it finished (by a user, or its job run was canceled or timed out): "
+         "nothing failed. What it committed stays, and the next update ingests the rest; a scheduled run "
+         "canceled again and again needs a longer timeout or smaller batches."),
 )
 
 UNKNOWN_ACTION = ("No rule knows this failure: read the first error and the chain of events; when the cause "

@@ -27,7 +27,8 @@ from pipelines.local.sql_task import SqlTaskError, SqlTaskResult, run_sql_file
 @dataclass
 class TaskResult:
     task_key: str
-    state: str  # SUCCESS, FAILED, EXCLUDED (not run: run_if unmet), SKIPPED (a kind not run locally)
+    state: str  # SUCCESS, FAILED, EXCLUDED (not run: run_if unmet), SKIPPED (a kind not run locally),
+    # CANCELED (its update was stopped by Ctrl-C or SIGTERM: the job's later tasks are not run)
     update: UpdateResult | None = None  # a pipeline task's update
     sql: SqlTaskResult | None = None  # a SQL file task's statements, when they all ran
     python: Any = None  # what a Python file task's main returned
@@ -39,6 +40,11 @@ class TaskResult:
 class JobResult:
     job_key: str
     tasks: list[TaskResult] = field(default_factory=list)
+
+    @property
+    def canceled(self) -> Any:
+        """The signal that stopped the job (cancellation.Canceled), if one did."""
+        return next((t.update.canceled for t in self.tasks if t.update is not None and t.update.canceled), None)
 
     @property
     def ok(self) -> bool:
@@ -65,7 +71,8 @@ def run_job(runner: Any, bundle: Any, job_key: str, say: Any = print) -> JobResu
         raise BundleError("BUNDLE_INVALID", {"where": "resources.jobs", "reason": f"no job '{job_key}' (jobs: {', '.join(jobs) or 'none'})"})
     result = JobResult(job_key)
     states: dict[str, str] = {}
-    for task in jobs[job_key].get("tasks") or []:
+    tasks = list(jobs[job_key].get("tasks") or [])
+    for task in tasks:
         key = task["task_key"]
         upstream = [states.get(d["task_key"], "EXCLUDED") for d in task.get("depends_on") or []]
         if not _should_run(task.get("run_if", "ALL_SUCCESS"), upstream):
@@ -90,8 +97,13 @@ def run_job(runner: Any, bundle: Any, job_key: str, say: Any = print) -> JobResu
         say(f"job {job_key}: task {key} -> pipeline {pipeline_key}")
         full_refresh = bool((task.get("pipeline_task") or {}).get("full_refresh", False))
         update = runner.run_update(UpdateRequest(pipeline_key, full_refresh=full_refresh, cause="JOB_TASK"))
-        states[key] = "SUCCESS" if update.ok else "FAILED"
+        states[key] = "CANCELED" if update.state == "CANCELED" else "SUCCESS" if update.ok else "FAILED"
         result.tasks.append(TaskResult(key, states[key], update))
+        if update.canceled is not None:  # the job run was canceled: its other tasks do not run
+            left = [t["task_key"] for t in tasks[tasks.index(task) + 1:]]
+            if left:
+                say(f"job {job_key}: canceled ({update.canceled.why}); not run: {', '.join(left)}")
+            break
     return result
 
 

@@ -30,7 +30,7 @@ from pipelines.eventlog import events as E
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES, TERMINAL_UPDATE_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter, read_journal
 from pipelines.local import checkpoints as C
-from pipelines.local import inflight, measure
+from pipelines.local import inflight, measure, sdp_control
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.lock import RunLock
 
@@ -73,18 +73,7 @@ def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | No
     return closed
 
 
-FLOW_THREADS = "lakewatch.sdp.FlowThreads"  # pipelines/local/java/lakewatch/sdp/FlowThreads.java
 FLOW_DRAIN_SECONDS = 120  # the longest the recovery waits for the interrupted run's running flows
-
-
-def _flow_threads(spark: Any, method: str, *args: int) -> int | None:
-    """Calls `FlowThreads.<method>` in the engine's JVM (SQL's `reflect`: the local engine runs its
-    tasks in its driver). None where the class is not there (`--remote`, or SDP as shipped)."""
-    values = "".join(f", CAST({int(a)} AS BIGINT)" for a in args)
-    try:
-        return int(spark.sql(f"SELECT reflect('{FLOW_THREADS}', '{method}'{values}) AS n").collect()[0]["n"])
-    except Exception:  # noqa: BLE001 (the class is not on the engine's class path)
-        return None
 
 
 def _stop_session(spark: Any, url: str, session_id: str, say: Say) -> None:
@@ -102,7 +91,7 @@ def _stop_session(spark: Any, url: str, session_id: str, say: Say) -> None:
     """
     from pyspark.sql.connect.client import SparkConnectClient
 
-    drainable = _flow_threads(spark, "running") is not None
+    drainable = sdp_control.running_flows(spark) is not None
     client = SparkConnectClient(f"{url.rstrip('/')}/;session_id={session_id}")
     # No retries: the engine that ran it is often gone (killed with its runner), and Spark Connect's
     # default policy would retry an unreachable server for 10 minutes before the update is closed.
@@ -121,7 +110,7 @@ def _stop_session(spark: Any, url: str, session_id: str, say: Say) -> None:
     finally:
         client.close()
     if drainable:
-        running = _flow_threads(spark, "awaitIdle", FLOW_DRAIN_SECONDS * 1000)
+        running = sdp_control.await_idle_flows(spark, FLOW_DRAIN_SECONDS)
         if running:
             say(f"  {running} flow(s) of the interrupted run still running after {FLOW_DRAIN_SECONDS} s; "
                 "what they write lands after this update is closed")

@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
-from pipelines import adapter
+from pipelines import adapter, cancellation
 from pipelines import expectations as X
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource
 from pipelines.eventlog import events as E
@@ -35,7 +35,7 @@ from pipelines.errors import LakewatchError, engine_message
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter
 from pipelines.local import checkpoints as C
-from pipelines.local import codegen, engine, inflight, jvm_log, measure, polling
+from pipelines.local import codegen, engine, inflight, jvm_log, measure, polling, sdp_control
 from pipelines.local.capture import BatchProgress, ProgressCollector, session_relay
 from pipelines.local.completion_gate import CompletionGate
 from pipelines.local.home import ControlPlaneState, LocalHome
@@ -60,6 +60,8 @@ class UpdateRequest:
     refresh_selection: tuple[str, ...] = ()
     cause: str = "USER_ACTION"
     configuration: tuple[tuple[str, str], ...] = ()  # extra pipeline configuration (like --set)
+
+FLOW_DRAIN_SECONDS = 120  # the longest a stopped update waits for its flows still at work
 
 
 @dataclass
@@ -89,6 +91,7 @@ class UpdateResult:
     error: str | None = None
     error_class_name: str | None = None
     events_written: int = 0
+    canceled: cancellation.Canceled | None = None  # the signal that stopped it (CANCELED), or came at its end
     timings: list[tuple[str, float]] = field(default_factory=list)
 
     @property
@@ -191,6 +194,8 @@ class _Update:
         self.committed_before: set[tuple[str, str, int]] = set()
         self.printed_running = False
         self.run_status: SdpEvent | None = None  # SDP's last "Run is ..." event
+        self.cancellation: cancellation.Canceled | None = None  # Ctrl-C or SIGTERM while the update ran
+        self.run_over = threading.Event()  # SDP's run has ended (or never started)
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -282,7 +287,7 @@ class _Update:
             self.update_state("SETTING_UP_TABLES")
             self.execute()
         except KeyboardInterrupt as e:
-            error, final_state = e, "CANCELED"
+            self.cancellation = self.cancellation or cancellation.canceled(e)
             try:
                 self.spark.interruptAll()
             except Exception:  # noqa: BLE001 (best effort while cancelling)
@@ -291,8 +296,13 @@ class _Update:
             error, final_state = e, "FAILED"
         if any(f.status == "FAILED" for f in self.flow_status.values()) and final_state == "COMPLETED":
             final_state = "FAILED"
+        if self.cancellation is not None:  # asked to stop: what failed meanwhile may be the stop's doing
+            error, final_state = self.cancellation, "CANCELED"
 
-        final_state, ended, error = self.finish(final_state, error)
+        late: list[cancellation.Canceled] = []
+        # A signal while the update is closed waits for the close (seconds); a second one stops it at once.
+        with cancellation.graceful(lambda c: not late and (late.append(c) is None) and self.say_finishing(c)):
+            final_state, ended, error = self.finish(final_state, error)
         result = UpdateResult(
             pipeline_name=self.pipeline.name,
             pipeline_id=self.pipeline_id,
@@ -305,8 +315,40 @@ class _Update:
             error_class_name=type(error).__name__ if error else None,
             events_written=self.stream.written,
             timings=list(self.clock.spans),
+            canceled=self.cancellation or (late[0] if late else None),
         )
         return result
+
+    def say_finishing(self, canceled: cancellation.Canceled) -> bool:
+        self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (a second signal stops at once)")
+        return True
+
+    def request_stop(self, canceled: cancellation.Canceled) -> bool:
+        """A signal while SDP's run goes on (in the main thread: returns at once). The first stops the run
+        from another thread, and the run then ends by itself with every flow's event; a second one
+        raises at once (False)."""
+        if self.cancellation is not None:
+            return False
+        self.cancellation = canceled
+        threading.Thread(target=self.stop_run, name="lakewatch-stop-run", daemon=True).start()
+        return True
+
+    def stop_run(self) -> None:
+        """Stops SDP's run of this update: its queued flows do not start and its running flows stop, as
+        SDP stops them (`sdp_control.stop_run`); a materialized view's write already under way completes.
+        While the run is still setting up, asks again every 0.1 s. Where lakewatch's classes are not in
+        the engine (`--remote`), interrupts the session's operations instead: the run's jobs are
+        cancelled and its flows end as the endpoint ends them."""
+        assert self.cancellation is not None
+        self.say(f"  {self.cancellation.why}: stopping update {self.update_id[:8]}")
+        try:
+            answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
+            while answer == sdp_control.NOT_STARTED and not self.run_over.wait(0.1):
+                answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
+            if answer is None:
+                self.spark.interruptAll()
+        except Exception as e:  # noqa: BLE001 (the engine is gone: the run ends with it)
+            self.say(f"  warning: the run could not be stopped: {_one_line(_error_text(e))}")
 
     def register(self) -> None:
         self.registered_at = now()
@@ -373,6 +415,34 @@ class _Update:
         assert self.registry is not None
         return [o.name for o in self.registry.outputs.values() if o.dataset_type == "MATERIALIZED_VIEW"]
 
+    def close_stopped_flows(self) -> None:
+        """A canceled update: each flow SDP left without a final status gets one. A materialized view
+        whose refresh this update wrote (its one overwrite, committed while the run stopped) was
+        refreshed whole: COMPLETED, its rows counted as any refresh's. A flow still at work when the
+        update stopped is STOPPED; one that had not started is SKIPPED."""
+        assert self.cancellation is not None
+        views = {self.sdp_flow_name(name): name for name in self.materialized_views()}
+        for name, result in sorted(self.flow_status.items()):
+            view = views.get(name)
+            if result.status in TERMINAL_FLOW_STATES and not (result.status == "STOPPED" and view is not None):
+                continue
+            flow = short_name(name)
+            status = "SKIPPED" if result.status in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
+            # A view's flow SDP stopped goes on to its write: its COMPLETED event can come after the
+            # run closed its event stream. Its Delta log says whether the write is there.
+            if status == "STOPPED" and view is not None and measure.update_commits(
+                    self.spark, self.qualified(view), self.update_id, table_dir=self.local_table_dir(view)).wrote():
+                status = "COMPLETED"
+            if status == result.status:
+                continue
+            message = None if status == "COMPLETED" else (
+                f"Flow '{flow}' {'SKIPPED' if status == 'SKIPPED' else 'has STOPPED'}: the update was canceled "
+                f"({self.cancellation.why}).")
+            at = now()
+            result.status, result.ended_at, result.seen_at = status, at, at
+            self.add(E.flow_progress(self.flow_origin(flow), at, status, message=message))
+            self.say(f"    {at:%H:%M:%S}  {flow:<40} {status}")
+
     def keep_unrefreshed_views(self) -> None:
         """Gives back a materialized view's previous contents when its refresh did not complete.
 
@@ -383,12 +453,14 @@ class _Update:
         and refills it when the flow runs, so the runner restores the view: to the version before
         this update's first commit (every commit of the update carries its id).
         """
-        for name in self.materialized_views():
+        unrefreshed = [name for name in self.materialized_views()
+                       if getattr(self.flow_status.get(self.sdp_flow_name(name)), "status", None) != "COMPLETED"]
+        history = _in_parallel(lambda name: measure.update_commits(self.spark, self.qualified(name), self.update_id,
+                                                                   table_dir=self.local_table_dir(name)), unrefreshed)
+        for name in unrefreshed:
             result = self.flow_status.get(self.sdp_flow_name(name))
-            if result is not None and result.status == "COMPLETED":
-                continue
             status = result.status if result is not None else "not run"
-            found = measure.update_commits(self.spark, self.qualified(name), self.update_id)
+            found = history[name]
             if found.before is not None:
                 self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {found.before}")
                 self.say(f"    {name}: refresh {status}; kept its previous contents (version {found.before})")
@@ -408,23 +480,15 @@ class _Update:
             relay.attach(self.collector)
         run_started = time.monotonic()
         try:
-            results = start_run(
-                self.spark, self.graph_id,
-                full_refresh=list(self.request.full_refresh_selection),
-                full_refresh_all=self.request.full_refresh,
-                refresh=list(self.request.refresh_selection),
-                dry=False, storage=self.storage.as_uri(),
-            )
-            for result in results:
-                if "pipeline_event_result" not in result:
-                    continue
-                raw = result["pipeline_event_result"].event
-                timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
-                self.on_sdp_event(parse(timestamp, raw.message))
+            with cancellation.graceful(self.request_stop):
+                self.run_pipeline()
         finally:
+            self.run_over.set()
             self.clock.spans.append(("pipeline run (setup and flows)", time.monotonic() - run_started))
             try:
                 with self.clock("wait for progress events"):
+                    if self.cancellation is not None:
+                        self.drain_flows()
                     self.wait_for_progress()
             finally:
                 try:
@@ -442,6 +506,32 @@ class _Update:
                          f"{dropped.reason} (SDP records a streaming flow COMPLETED whenever its query ends)")
             for problem in self.collector.errors:
                 self.say(f"  warning: a streaming query event could not be handled: {problem}")
+
+    def run_pipeline(self) -> None:
+        """SDP's run of the graph, applying its events as they come."""
+        results = start_run(
+            self.spark, self.graph_id,
+            full_refresh=list(self.request.full_refresh_selection),
+            full_refresh_all=self.request.full_refresh,
+            refresh=list(self.request.refresh_selection),
+            dry=False, storage=self.storage.as_uri(),
+        )
+        for result in results:
+            if "pipeline_event_result" not in result:
+                continue
+            raw = result["pipeline_event_result"].event
+            timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
+            self.on_sdp_event(parse(timestamp, raw.message))
+
+    def drain_flows(self) -> None:
+        """After a stop: waits for SDP's flows still at work (a view's write under way when the run was
+        interrupted rather than stopped), so what they write is there when the update is measured."""
+        if self.runner.local.remote:
+            return
+        running = sdp_control.await_idle_flows(self.spark, FLOW_DRAIN_SECONDS)
+        if running:
+            self.say(f"  {running} flow(s) still running after {FLOW_DRAIN_SECONDS} s; what they write lands "
+                     "after this update is closed")
 
     def query_ended(self, query_name: str, exception: str | None) -> None:
         """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied
@@ -593,6 +683,7 @@ class _Update:
             raise error
         if self.registry is not None:
             steps: list[tuple[str, Callable[[], None]]] = [
+                *([("flows the stop ended", self.close_stopped_flows)] if final_state == "CANCELED" else []),
                 ("materialized views kept", self.keep_unrefreshed_views),
                 ("dataset and flow definitions", self.write_definitions),
                 ("rows written per flow", self.tally_streaming_rows),
@@ -622,7 +713,7 @@ class _Update:
             error_struct = E.error(chain, fatal=True)
         self.update_state(
             final_state, ended, error_struct=error_struct,
-            cancellation_cause="USER_ACTION" if final_state == "CANCELED" else None,
+            cancellation_cause=(self.cancellation or cancellation.Canceled()).cause if final_state == "CANCELED" else None,
         )
         with self.clock("event log close"):
             # One last commit: the flow events held for their exception chain (completed now) and the

@@ -1,0 +1,85 @@
+package lakewatch.sdp;
+
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.connect.service.SessionHolder;
+import org.apache.spark.sql.connect.service.SessionHolderInfo;
+import org.apache.spark.sql.connect.service.SessionKey;
+import org.apache.spark.sql.connect.service.SparkConnectService$;
+import org.apache.spark.sql.connect.service.SparkConnectSessionManager;
+import org.apache.spark.sql.pipelines.graph.FlowExecution;
+import org.apache.spark.sql.pipelines.graph.PipelineUpdateContext;
+import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution;
+import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$QUEUED$;
+import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$CANCELED$;
+import scala.Option;
+import scala.Tuple2;
+import scala.collection.Iterator;
+
+/**
+ * Stops a pipeline run of this JVM while it runs, for a runner asked to stop (Ctrl-C, or SIGTERM when a
+ * scheduler cancels its job run): pipelines/local/runner.py calls it through SQL's {@code reflect}.
+ *
+ * <p>Not {@code PipelineExecution.stopPipeline}: that waits for the execution's lock, which
+ * {@code runPipeline} holds for the whole run. And not {@code TriggeredGraphExecution.stop} alone:
+ * it ends the flow scheduler first, which ends the run's event stream, so the events of the flows it
+ * stops after that have nowhere to go. Here the scheduler is left to end the run itself:
+ * <ol>
+ *   <li>each queued flow is marked canceled, so the scheduler starts no more flows (the runner records
+ *       them SKIPPED, saying why; and the run does not end as COMPLETED, which would say they ran);</li>
+ *   <li>each running flow is stopped as SDP stops one ({@code GraphExecution.stopFlow}: its stream
+ *       stops and SDP records it STOPPED; a materialized view's refresh already running goes on to its
+ *       one write, and SDP records it COMPLETED when that is done);</li>
+ *   <li>once no flow runs, the scheduler ends the run, and every event reaches the runner.</li>
+ * </ol>
+ */
+public final class PipelineRuns {
+    /** The run's flows were stopped. */
+    public static final int STOPPED = 1;
+    /** The run is still setting up (its scheduler has not started): ask again. */
+    public static final int NOT_STARTED = 0;
+    /** No run of that graph in that session. */
+    public static final int NO_RUN = -1;
+
+    private PipelineRuns() {}
+
+    /** Stops the run of dataflow graph {@code graphId} of Spark Connect session {@code sessionId}. */
+    public static int stop(String sessionId, String graphId) {
+        SparkConnectSessionManager sessions = SparkConnectService$.MODULE$.sessionManager();
+        Iterator<SessionHolderInfo> active = sessions.listActiveSessions().iterator();
+        while (active.hasNext()) {
+            SessionHolderInfo info = active.next();
+            if (!info.sessionId().equals(sessionId)) {
+                continue;
+            }
+            Option<SessionHolder> holder = sessions.getIsolatedSessionIfPresent(SessionKey.apply(info.userId(), sessionId));
+            Option<PipelineUpdateContext> run = holder.isEmpty() ? Option.empty() : holder.get().getPipelineExecution(graphId);
+            if (run.isEmpty()) {
+                return NO_RUN;
+            }
+            Option<TriggeredGraphExecution> execution = run.get().pipelineExecution().graphExecution();
+            if (execution.isEmpty()) {
+                return NOT_STARTED;
+            }
+            stopFlows(execution.get());
+            return STOPPED;
+        }
+        return NO_RUN;
+    }
+
+    private static void stopFlows(TriggeredGraphExecution execution) {
+        Iterator<Tuple2<TableIdentifier, TriggeredGraphExecution.StreamState>> states = execution.pipelineState().iterator();
+        while (states.hasNext()) {
+            Tuple2<TableIdentifier, TriggeredGraphExecution.StreamState> state = states.next();
+            if (state._2() == TriggeredGraphExecution$StreamState$QUEUED$.MODULE$) {
+                execution.pipelineState().put(state._1(), TriggeredGraphExecution$StreamState$CANCELED$.MODULE$);
+            }
+        }
+        Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
+        while (flows.hasNext()) {
+            FlowExecution flow = flows.next();
+            if (!flow.isCompleted()) {
+                execution.stopFlow(flow);
+            }
+        }
+    }
+}
