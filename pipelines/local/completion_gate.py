@@ -9,7 +9,8 @@ failed flow ends COMPLETED: seen in a fresh-clone run on a slow machine, where t
 update had no failed flow.
 
 So a streaming flow's COMPLETED passes only once its query's own termination event (the runner's
-client-side listener) says it ended without an exception. A FAILED before it drops it, and so does
+client-side listener) says it ended without an exception. A FAILED or STOPPED (a stopped update: the
+stop ended the query) before it drops it, and so does
 any later status of the flow (FAILED, STOPPED, or a retry starting). What is still held when the run
 ends is settled by the runner (`runner._Update.settle_held_completions`).
 """
@@ -54,8 +55,8 @@ class CompletionGate:
         flow = short_name(event.flow)
         with self._lock:
             if event.status == "COMPLETED" and self._is_streaming(flow):
-                if status_before == "FAILED":
-                    self.drop(event, "the flow had FAILED")
+                if status_before in ("FAILED", "STOPPED"):  # its query ended because the flow failed or was stopped
+                    self.drop(event, f"the flow had {status_before}")
                     return []
                 if flow in self._ended and self._ended[flow] is None:
                     return [event]

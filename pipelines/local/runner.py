@@ -336,7 +336,8 @@ class _Update:
     def stop_run(self) -> None:
         """Stops SDP's run of this update: its queued flows do not start and its running flows stop, as
         SDP stops them (`sdp_control.stop_run`); a materialized view's write already under way completes.
-        While the run is still setting up, asks again every 0.1 s. Where lakewatch's classes are not in
+        While the run is still setting up, asks again every 0.1 s, and then every 0.5 s until the run
+        has ended (a flow the scheduler was starting meanwhile). Where lakewatch's classes are not in
         the engine (`--remote`), interrupts the session's operations instead: the run's jobs are
         cancelled and its flows end as the endpoint ends them."""
         assert self.cancellation is not None
@@ -347,6 +348,10 @@ class _Update:
                 answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
             if answer is None:
                 self.spark.interruptAll()
+                return
+            # A flow the scheduler was starting as the run stopped is stopped by the next call.
+            while answer == sdp_control.STOPPED and not self.run_over.wait(0.5):
+                answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
         except Exception as e:  # noqa: BLE001 (the engine is gone: the run ends with it)
             self.say(f"  warning: the run could not be stopped: {_one_line(_error_text(e))}")
 

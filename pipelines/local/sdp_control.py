@@ -21,7 +21,10 @@ STOPPED, NOT_STARTED, NO_RUN = 1, 0, -1
 def _reflect(spark: Any, cls: str, method: str, *args: int | str) -> int | None:
     values = "".join(f", CAST({int(a)} AS BIGINT)" if isinstance(a, int) else f", '{_literal(a)}'" for a in args)
     try:
-        return int(spark.sql(f"SELECT reflect('{cls}', '{method}'{values}) AS n").collect()[0]["n"])
+        # Over an inline table, Spark's optimizer evaluates the call on the driver (ConvertToLocalRelation):
+        # no task, so it does not wait for a free core behind the run's own tasks.
+        return int(spark.sql(f"SELECT reflect('{cls}', '{method}'{values}) AS n FROM VALUES (0) AS driver(x)")
+                   .collect()[0]["n"])
     except Exception:  # noqa: BLE001 (the class is not on the engine's class path)
         return None
 

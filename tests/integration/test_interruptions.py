@@ -18,11 +18,15 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import timezone
 from pathlib import Path
 
 import pytest
 
 from pipelines.config import load_tables
+from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
+from pipelines.local import inflight
+from pipelines.local.home import LocalHome
 from pipelines.generator import Mix, generate_batch, load_column_settings
 from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env, local_path, project_tables
 
@@ -47,6 +51,7 @@ class Interrupted:
     conf: tuple[str, ...] = ()  # the --set of the tables file the module runs with
     killed_refresh: str = ""  # the observability update killed mid-refresh
     refresh: subprocess.CompletedProcess | None = None  # the refresh after it, which closed it
+    canceled: "Stopped | None" = None  # a refresh after that, stopped with SIGTERM midway
 
 
 def _checkpoint_commits(home: Path, table: str) -> list[int]:
@@ -133,19 +138,27 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
     for record in arrive(150, LATE_FILES_PER_TABLE):
         late.setdefault(record.table, set()).add(record.path)
     rerun = cli.run("run", *conf)
-    killed_refresh = kill_a_refresh_midway(home, conf)
+    killed_refresh = stop_a_refresh_midway(home, conf, signal.SIGKILL).update
     refresh = cli.run("run", "lakewatch_observability", *conf)
+    canceled = stop_a_refresh_midway(home, conf, signal.SIGTERM)
     return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late, conf,
-                       killed_refresh, refresh)
+                       killed_refresh, refresh, canceled)
 
 
 FLOW_LINE = re.compile(r"^\s+\d\d:\d\d:\d\d\s+(?P<flow>\w+)\s+(?P<status>[A-Z_]+)\s*$", re.M)
 STARTING_LINE = re.compile(r"starting update (?P<prefix>[0-9a-f]{8})")
 
 
-def kill_a_refresh_midway(home: Path, conf: tuple[str, ...]) -> str:
-    """Starts an observability refresh and kills its runner (SIGKILL) once its first view completed,
-    while the engine runs its other flows; returns the update id's first 8 characters."""
+@dataclass
+class Stopped:
+    update: str  # the update id's first 8 characters
+    returncode: int
+    output: str
+
+
+def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int) -> Stopped:
+    """Starts an observability refresh and sends its runner `signum` once its first view completed,
+    while the engine runs its other flows."""
     refresh = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", "lakewatch_observability", *conf],
                                cwd=PROJECT_ROOT, env=cli_env(home), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
@@ -160,9 +173,9 @@ def kill_a_refresh_midway(home: Path, conf: tuple[str, ...]) -> str:
         if flow and flow["status"] == "COMPLETED":
             break
     assert refresh.poll() is None and prefix, "".join(seen)
-    os.kill(refresh.pid, signal.SIGKILL)
-    refresh.wait(timeout=60)
-    return prefix
+    os.kill(refresh.pid, signum)
+    rest, _ = refresh.communicate(timeout=300)
+    return Stopped(prefix, refresh.returncode, "".join(seen) + rest)
 
 
 def view_commits(tables: LocalTables, view: str) -> list[dict]:
@@ -414,3 +427,46 @@ def test_a_refresh_killed_midway_is_closed_without_undoing_the_views_it_wrote(in
         elif statuses[view] == "COMPLETED":  # a refresh of no rows into an empty view commits nothing
             assert rows[view] == "0" and not tables.table(view).count(), view
     assert written and len(written) < len(views), (written, statuses)
+
+
+def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interrupted):
+    """SIGTERM (a scheduler canceling its job run) while a refresh's flows run: the runner stops the
+    run as SDP stops flows, closes the update CANCELED with Databricks' cause WORKFLOW_CANCELLATION and
+    exits 143, leaving nothing for the next command to recover. Every flow of the update has a final
+    status; the flows queued behind the stop never ran (SKIPPED); a view is COMPLETED exactly when its
+    Delta log (read as JSON by the test) holds this update's WRITE, with that write's rows; and every
+    commit of the update comes before its CANCELED event."""
+    stopped, tables = interrupted.canceled, interrupted.tables
+    assert stopped is not None and stopped.returncode == 128 + signal.SIGTERM, stopped.output[-3000:]
+    assert f"stopping update {stopped.update}" in stopped.output and "CANCELED" in stopped.output
+    assert inflight.load(LocalHome(tables.home), "lakewatch_observability") is None
+    events = tables.table("lakewatch_observability_event_log").where(f"origin.update_id LIKE '{stopped.update}%'")
+    [update_id] = {r[0] for r in events.select("origin.update_id").collect()}
+    progress = events.where("event_type = 'update_progress'").selectExpr(
+        "`timestamp`", "get_json_object(details, '$.update_progress.state') AS state",
+        "get_json_object(details, '$.update_progress.cancellation_cause') AS cause").orderBy("timestamp").collect()
+    assert [(r["state"], r["cause"]) for r in progress][-1] == ("CANCELED", "WORKFLOW_CANCELLATION")
+    assert "FAILED" not in {r["state"] for r in progress}
+    canceled_at = progress[-1]["timestamp"].replace(tzinfo=timezone.utc).timestamp()
+    last = {}
+    for r in events.where("event_type = 'flow_progress' AND level != 'METRICS'").selectExpr(
+            "origin.flow_name AS flow", "`timestamp`", "coalesce(sequence.control_plane_seq_no, sequence.data_plane_id.seq_no) AS seq",
+            "get_json_object(details, '$.flow_progress.status') AS status").orderBy("timestamp", "seq").collect():
+        last[r["flow"].split(".")[-1]] = r["status"]
+    assert set(last.values()) <= set(TERMINAL_FLOW_STATES), last
+    assert "SKIPPED" in last.values(), last
+    rows = {r["flow"].split(".")[-1]: r["rows"] for r in events.where("level = 'METRICS'").selectExpr(
+        "origin.flow_name AS flow", "get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS rows").collect()}
+    schema = tables.home / "warehouse" / "lakewatch.db"
+    for view in sorted(v for v in last if (schema / v / "_delta_log").is_dir()):
+        commits = view_commits(tables, view)
+        if any(c["operation"] == "STREAMING UPDATE" for c in commits):
+            continue
+        mine = [c for c in commits if c["tag"].endswith(update_id)]
+        assert all((schema / view / "_delta_log" / f"{c['version']:020d}.json").stat().st_mtime <= canceled_at
+                   for c in mine), view
+        if any(c["operation"] == "WRITE" for c in mine):
+            assert last[view] == "COMPLETED", view
+            assert rows[view] == str(sum(int(c["rows"]) for c in mine if c["rows"] is not None)), view
+        else:
+            assert last[view] != "COMPLETED" or (rows[view] == "0" and not tables.table(view).count()), view

@@ -8,9 +8,11 @@ import org.apache.spark.sql.connect.service.SparkConnectService$;
 import org.apache.spark.sql.connect.service.SparkConnectSessionManager;
 import org.apache.spark.sql.pipelines.graph.FlowExecution;
 import org.apache.spark.sql.pipelines.graph.PipelineUpdateContext;
+import org.apache.spark.sql.pipelines.graph.StreamingFlowExecution;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$QUEUED$;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$CANCELED$;
+import org.apache.spark.sql.streaming.StreamingQuery;
 import scala.Option;
 import scala.Tuple2;
 import scala.collection.Iterator;
@@ -26,9 +28,11 @@ import scala.collection.Iterator;
  * <ol>
  *   <li>each queued flow is marked canceled, so the scheduler starts no more flows (the runner records
  *       them SKIPPED, saying why; and the run does not end as COMPLETED, which would say they ran);</li>
- *   <li>each running flow is stopped as SDP stops one ({@code GraphExecution.stopFlow}: its stream
- *       stops and SDP records it STOPPED; a materialized view's refresh already running goes on to its
- *       one write, and SDP records it COMPLETED when that is done);</li>
+ *   <li>each running flow is stopped: SDP's {@code GraphExecution.stopFlow} records it STOPPED, then a
+ *       streaming flow's query stops (its micro-batch under way is cancelled, uncommitted; SDP's
+ *       listener then records the flow COMPLETED, which the runner leaves out after STOPPED); a
+ *       materialized view's refresh already running goes on to its one write, and SDP records it
+ *       COMPLETED when that is done;</li>
  *   <li>once no flow runs, the scheduler ends the run, and every event reaches the runner.</li>
  * </ol>
  */
@@ -77,8 +81,23 @@ public final class PipelineRuns {
         Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
         while (flows.hasNext()) {
             FlowExecution flow = flows.next();
-            if (!flow.isCompleted()) {
-                execution.stopFlow(flow);
+            if (flow.isCompleted() || flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
+                continue;  // ended, or stopped by an earlier call (the runner calls again for a flow started meanwhile)
+            }
+            execution.stopFlow(flow);
+            if (flow instanceof StreamingFlowExecution) {
+                // SDP's stopFlow only flags a flow (and records it STOPPED); a stream runs on until its
+                // query stops: its micro-batch under way is cancelled uncommitted, and the next update
+                // processes those files again.
+                Option<StreamingQuery> query =
+                    ((StreamingFlowExecution) flow).org$apache$spark$sql$pipelines$graph$StreamingFlowExecution$$_streamingQuery();
+                if (query.nonEmpty()) {
+                    try {
+                        query.get().stop();
+                    } catch (java.util.concurrent.TimeoutException e) {
+                        throw new IllegalStateException("the stream of flow " + flow.identifier() + " did not stop", e);
+                    }
+                }
             }
         }
     }
