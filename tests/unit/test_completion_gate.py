@@ -155,3 +155,15 @@ def test_at_the_runs_end_without_a_log_line_the_querys_end_decides_else_sdps_com
     assert run.gate.settle({}, SEEN) == []  # handed over once
     run.query_ended(None)  # a late end finds nothing held
     assert run.applied == []
+
+
+def test_a_stopped_streams_completion_from_its_query_end_is_left_out():
+    """A canceled update: SDP records the flow STOPPED, then stopping its query makes SDP's listener
+    record it COMPLETED, and the query ends without an exception. The flow did not process what was
+    there to read: it stays STOPPED."""
+    run = Run()
+    run.stream(sdp(f"Flow {BRONZE} is RUNNING."), sdp(f"Flow '{BRONZE}' has STOPPED.", 5), completed(ms=9))
+    run.query_ended(None)
+    assert run.status(BRONZE) == "STOPPED"
+    assert [d.reason for d in run.gate.dropped] == ["the flow had STOPPED"]
+

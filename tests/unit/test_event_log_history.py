@@ -210,7 +210,7 @@ class FakeRunner:
 
     def run_update(self, request: Any) -> Any:
         self.updates.append(request.pipeline)
-        return SimpleNamespace(ok=True)
+        return SimpleNamespace(ok=True, state="COMPLETED", canceled=None)
 
 
 def test_the_job_runs_its_sql_file_task_with_the_bundle_parameters(session, tmp_path):

@@ -69,6 +69,17 @@ def canceled_without_progress(update_id: str, start: dt.datetime) -> Update:
     return u.state("CANCELED", 301)
 
 
+def canceled_after_progress(update_id: str, start: dt.datetime) -> Update:
+    """Ctrl-C or SIGTERM: one flow completed, the one running was stopped, the backlog did not grow."""
+    u = Update(update_id, start)
+    u.state("RUNNING", 1)
+    u.ran("customers_bronze", 2, 5, 40)
+    u.flow("orders_bronze", "RUNNING", 2)
+    u.metrics("orders_bronze", 30, rows=500, backlog_files=10, batch_id=0)
+    u.flow("orders_bronze", "STOPPED", 31)
+    return u.state("CANCELED", 32)
+
+
 CASES: dict[str, tuple[str, Update]] = {}
 
 
@@ -87,6 +98,7 @@ case("grant", "missing_permission_or_path", failed("grant", _start, PERMISSION))
 case("path", "missing_permission_or_path", failed("path", _start, NO_PATH))
 case("backlog", "backlog_outpacing_processing", canceled_with_backlog("backlog", _start))
 case("stall", "source_stalled", canceled_without_progress("stall", _start))
+case("stopped", "canceled", canceled_after_progress("stopped", _start))
 case("lost", "compute_lost", failed("lost", _start, LOST))
 case("odd", I.UNKNOWN, failed("odd", _start, ODD))
 
@@ -146,7 +158,7 @@ def test_the_chain_of_events_is_in_order(insights):
 def test_the_cli_classifier_agrees_with_the_view(update_id):
     category, update = CASES[update_id]
     texts = [m for e in update.events if e.get("error") for x in e["error"]["exceptions"] for m in (x["class_name"], x["message"])]
-    state = "CANCELED" if update_id in ("backlog", "stall") else "FAILED"
+    state = "CANCELED" if update_id in ("backlog", "stall", "stopped") else "FAILED"
     text = I.facts(state, texts, backlog_growing=update_id == "backlog", no_progress=update_id == "stall")
     assert I.classify(text)[0] == category
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
+from pipelines import cancellation
 from pipelines.bundle import load_local_bundle
 from pipelines.errors import ConfigError
 from pipelines.landing import (
@@ -140,7 +142,7 @@ def test_the_bundle_job_creates_the_folders_before_its_ingest_update(project_roo
 
     def run_update(request):
         seen.append((request.pipeline, [p.is_dir() for p in expected]))
-        return SimpleNamespace(ok=True)
+        return SimpleNamespace(ok=True, state="COMPLETED", canceled=None)
 
     runner = SimpleNamespace(spark=None, run_update=run_update)
     said: list[str] = []
@@ -169,3 +171,25 @@ def test_the_job_does_not_start_the_ingest_update_when_a_folder_cannot_be_create
     assert [(t.task_key, t.state) for t in result.tasks] == [("prepare_landing", "FAILED"), ("ingest", "EXCLUDED")]
     assert updates == [] and not result.ok
     assert f"table 'orders': {home / 'landing' / 'orders'} is a file, not a folder" in result.tasks[0].error
+
+
+def test_a_job_whose_update_is_canceled_runs_no_later_task(project_root, tmp_path):
+    """SIGTERM or Ctrl-C during the ingest task (its update CANCELED): the job run is canceled, so the
+    bundle job's later tasks (the observability refresh, even its ALL_DONE ones) do not run."""
+    home = tmp_path / "home"
+    bundle, _ = load_local_bundle(project_root, home)
+    tasks = [t["task_key"] for t in bundle.resources("jobs")["lakewatch_job"]["tasks"]]
+    stop = cancellation.Canceled(signal.SIGTERM)
+    updates: list[str] = []
+
+    def run_update(request):
+        updates.append(request.pipeline)
+        return SimpleNamespace(ok=False, state="CANCELED", canceled=stop)
+
+    said: list[str] = []
+    result = run_job(SimpleNamespace(spark=None, run_update=run_update), bundle, "lakewatch_job", say=said.append)
+    assert updates == ["lakewatch_ingest"]
+    assert result.tasks[-1].task_key == "ingest" and result.tasks[-1].state == "CANCELED"
+    assert result.canceled is stop and not result.ok
+    later = tasks[tasks.index("ingest") + 1:]
+    assert later and f"job lakewatch_job: canceled ({stop.why}); not run: {', '.join(later)}" in said

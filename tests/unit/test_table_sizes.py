@@ -198,7 +198,7 @@ def test_the_job_runs_the_snapshot_task_with_the_bundle_parameters(session, proj
     job["tasks"] = [{"task_key": "ingest", "pipeline_task": tasks["ingest"]["pipeline_task"]},
                     tasks["snapshot_table_sizes"]]
     said: list[str] = []
-    runner = SimpleNamespace(spark=session, run_update=lambda request: SimpleNamespace(ok=False))
+    runner = SimpleNamespace(spark=session, run_update=lambda request: SimpleNamespace(ok=False, state="FAILED", canceled=None))
     result = run_job(runner, bundle, "lakewatch_job", say=said.append)
     assert [(t.task_key, t.state) for t in result.tasks] == [("ingest", "FAILED"), ("snapshot_table_sizes", "SUCCESS")]
     rows = {r["table_name"]: r for r in session.table(TARGET).collect()}  # run_if ALL_DONE: after a failed ingest
