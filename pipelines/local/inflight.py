@@ -63,6 +63,7 @@ class InFlightUpdate:
     registered: bool = False
     stopped_by: str | None = None  # why the runner stopped, when it knew (its engine or endpoint was lost)
     remote_url: str | None = None  # the --remote endpoint it ran on; None: the state folder's local engine
+    graph_id: str | None = None  # SDP's dataflow graph of the run, once registered (to stop the run by)
 
     def ran_where(self, remote_url: str | None) -> bool:
         """Whether it ran where a session on `remote_url` (None: the local engine) runs."""

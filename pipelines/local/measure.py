@@ -132,6 +132,17 @@ class UpdateCommits:
         shipped's append after its TRUNCATE), not only set it up."""
         return "WRITE" in self.operations
 
+    def written(self, metric: str) -> int | None:
+        """What the update's writes put in the table, by one Delta operation metric (`numOutputRows`,
+        `numOutputBytes`): 0 when it made no write (Delta commits no write that changes nothing, as a
+        refresh of no rows into an empty view), None when the history could not be read or a write
+        does not carry the metric (not measured is not 0)."""
+        if not self.read:
+            return None
+        operations = self.operations or ("WRITE",) * len(self.commits)
+        values = [metric_of(m, metric) for (_, m), op in zip(self.commits, operations) if op == "WRITE"]
+        return None if None in values else sum(v for v in values if v is not None)
+
 
 def update_commits(spark: Any, table: str, update_id: str, limit: int = 50,
                    table_dir: Path | None = None) -> UpdateCommits:

@@ -4,8 +4,9 @@ an update's compute is lost: the update ends FAILED with an error saying it was 
 Any command that opens a state folder calls `recover_unfinished` first. An update is interrupted
 when its in-flight record (see `inflight`) is there but no live process holds the run lock. Closing
 it, from what the record and the state folder say:
-1. stop what the dead runner left running on the engine: its Spark Connect session's operations are
-   interrupted and the session released, which stops its pipeline run and streaming queries;
+1. stop what the dead runner left running on the engine: its pipeline run is stopped as a canceled
+   update's is (streams stop, queued flows do not start), its session released, and the flows still
+   writing are waited for;
 2. record the micro-batches that committed after the runner's last event-log write: rows from the
    target tables' Delta history; their expectation counts are lost with the runner and stay NULL,
    with a WARN event saying so;
@@ -76,44 +77,53 @@ def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | No
 FLOW_DRAIN_SECONDS = 120  # the longest the recovery waits for the interrupted run's running flows
 
 
-def _stop_session(spark: Any, url: str, session_id: str, say: Say) -> None:
+def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None:
     """Stops what a dead runner's Spark Connect session runs, then releases the session.
 
     Releasing alone does not stop a pipeline run: Spark 4.2's `PipelineExecution.runPipeline` holds
     the execution's lock until the run ends, and the session's close waits for that lock before it
     stops the run, so the release returns when the dead runner's update has run to its end (a jstack of
-    the engine: `SessionHolder.close` blocked in `executionStarted`). On the local engine the session's
-    operations are interrupted first: that cancels the run's Spark jobs and ends the operation that
-    holds the lock, and the close then stops the flow scheduler and the streams. A materialized view's
-    flow already running goes on to its write, so the recovery waits for SDP's flow threads to finish
-    (`FlowThreads`) before it reads what the run left and before the next update starts. Elsewhere (a
-    `--remote` endpoint) the release waits for the run to end, as before.
+    the engine: `SessionHolder.close` blocked in `executionStarted`). On the local engine the run is
+    stopped first as a canceled update's is (`sdp_control.stop_run`: queued flows do not start, streams
+    stop, a view's write already under way completes); the run then ends by itself once those writes
+    are done, and the release closes the session cleanly. For a record without the run's graph (the
+    runner died while registering, or an earlier lakewatch wrote it) the session's operations are
+    interrupted instead: that cancels the run's Spark jobs and ends the operation that holds the lock,
+    and the close stops the scheduler (it then fails reporting queued flows SKIPPED to the interrupted
+    operation's event stream: tolerated, said). Either way the recovery then waits for SDP's flow
+    threads (`FlowThreads`) before it reads what the run left and before the next update starts.
+    Elsewhere (a `--remote` endpoint, no lakewatch classes) the release waits for the run to end.
     """
     from pyspark.sql.connect.client import SparkConnectClient
 
-    drainable = sdp_control.running_flows(spark) is not None
-    client = SparkConnectClient(f"{url.rstrip('/')}/;session_id={session_id}")
+    stopped = None
+    if record.graph_id and record.remote_url is None:
+        stopped = sdp_control.stop_run(spark, record.session_id, record.graph_id)
+    drainable = record.remote_url is None and (stopped is not None or sdp_control.running_flows(spark) is not None)
+    client = SparkConnectClient(f"{record.url.rstrip('/')}/;session_id={record.session_id}")
     # No retries: the engine that ran it is often gone (killed with its runner), and Spark Connect's
     # default policy would retry an unreachable server for 10 minutes before the update is closed.
     client.set_retry_policies([])
     try:
-        if drainable:
+        if drainable and stopped != sdp_control.STOPPED:
             client.interrupt_all()
         try:
             client.release_session()
-        except Exception as e:  # noqa: BLE001 (see below)
-            # The close stops the scheduler, then reports the run's queued flows SKIPPED to the
-            # interrupted operation's event stream, which is shut: it fails there, with the session
-            # closed and the run's scheduler stopped.
+        except Exception as e:  # noqa: BLE001 (see above)
             if not drainable or "STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN" not in str(e):
                 raise
+            say("  the engine could not report the interrupted run's queued flows SKIPPED (its event stream "
+                "was shut); its scheduler is stopped")
     finally:
         client.close()
-    if drainable:
-        running = sdp_control.await_idle_flows(spark, FLOW_DRAIN_SECONDS)
-        if running:
-            say(f"  {running} flow(s) of the interrupted run still running after {FLOW_DRAIN_SECONDS} s; "
-                "what they write lands after this update is closed")
+        if drainable:
+            running = sdp_control.await_idle_flows(spark, FLOW_DRAIN_SECONDS)
+            if running is None:
+                say("  whether flows of the interrupted run still run could not be checked; what they write "
+                    "may land after this update is closed")
+            elif running:
+                say(f"  {running} flow(s) of the interrupted run still running after {FLOW_DRAIN_SECONDS} s; "
+                    "what they write lands after this update is closed")
 
 
 def _replay_journal(spark: Any, home: LocalHome, record: inflight.InFlightUpdate) -> None:
@@ -164,7 +174,7 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: {why}; closing it as FAILED")
     notes: list[tuple[str, str, inflight.FlowRecord | None]] = []
     try:
-        _stop_session(spark, record.url, record.session_id, say)
+        _stop_session(spark, record, say)
     except Exception as e:  # noqa: BLE001 (the engine that ran it may be gone, and its work with it)
         say(f"  the interrupted run's engine session could not be released ({type(e).__name__}); "
             "it ended with its engine")
@@ -178,7 +188,8 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     state = ControlPlaneState(home)
     stream = EventLogStream(EventLogWriter(spark, record.event_log),
                             lambda n: state.next_sequence(record.pipeline_name, n), record.cluster_id)
-    last_seen = [r["timestamp"].replace(tzinfo=timezone.utc) for r in events if r["timestamp"] is not None]
+    # collect() gives naive times in this machine's zone: made aware UTC times, as the commit times are.
+    last_seen = [r["timestamp"].astimezone(timezone.utc) for r in events if r["timestamp"] is not None]
     last_status: dict[str, tuple[datetime, str]] = {}
     logged_batches: set[tuple[str, int]] = set()
     measured: set[str] = set()  # flows with a METRICS event of their whole update (materialized views)
@@ -279,14 +290,12 @@ def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, 
         found = measure.update_commits(spark, table, record.update_id, table_dir=table_dir)
         if found.wrote() or completed:
             at = max((t for t, _ in found.commits), default=status[0] if status else datetime.now(timezone.utc))
-            if at.tzinfo is None:
-                at = at.replace(tzinfo=timezone.utc)
-            rows = [int(c["numOutputRows"]) for _, c in found.commits if c.get("numOutputRows") is not None]
-            sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in found.commits) if b is not None]
+            if at.tzinfo is None:  # an event's time as collect() gives it: naive, in this machine's zone
+                at = at.astimezone(timezone.utc)
             flow_origin = measure.flow_origin(origin, flow)
-            stream.add(E.flow_metrics(flow_origin, at, num_output_rows=sum(rows) if rows else (0 if found.read else None),
+            stream.add(E.flow_metrics(flow_origin, at, num_output_rows=found.written("numOutputRows"),
                                       status="COMPLETED", streaming=False,
-                                      num_output_bytes=sum(sizes) if sizes else (0 if found.read else None)))
+                                      num_output_bytes=found.written("numOutputBytes")))
             if name in record.expectation_datasets:
                 notes.append(("expectation counts", "the runner stopped before it counted the view's expectations; "
                               "its rows come from the view's Delta history", flow))

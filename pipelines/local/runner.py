@@ -478,6 +478,7 @@ class _Update:
             self.create_sinks()
             self.record.materialized_views = self.materialized_views()
             self.record.expectation_datasets = sorted(adapter.LOCAL_GRAPH.expectations)
+            self.record.graph_id = self.graph_id
             inflight.save(self.runner.home, self.record)
             self.committed_before = self.committed_now()
             self.collector = ProgressCollector(on_batch=self.record_batch, on_ended=self.query_ended)
@@ -968,17 +969,13 @@ class _Update:
         for flow in refreshed:
             result = self.flow_status[self.sdp_flow_name(flow.name)]
             found = history[flow.name]
-            commits = found.commits
-            rows = [int(c["numOutputRows"]) for _, c in commits if c.get("numOutputRows") is not None]
-            sizes = [b for b in (measure.metric_of(c, "numOutputBytes") for _, c in commits) if b is not None]
             # The refresh overwrites the view in one commit, which counts its rows. Delta commits no
             # write that changes nothing: a query of no rows into an empty view (with lakewatch's
             # rewrite of SDP) or into a truncated one (SDP as shipped, which truncates, then appends).
             # So a completed refresh whose commits hold no write, or that made none, wrote 0; when the
-            # history could not be read, the figure is not known.
-            written = sum(rows) if rows else (0 if found.read else None)
-            written_bytes = sum(sizes) if sizes else (0 if found.read else None)
-            at = result.ended_at or max((t for t, _ in commits), default=now())
+            # history could not be read, or a write lacks the metric, the figure is not known.
+            written, written_bytes = found.written("numOutputRows"), found.written("numOutputBytes")
+            at = result.ended_at or max((t for t, _ in found.commits), default=now())
             rules = adapter.LOCAL_GRAPH.expectations.get(flow.target)
             expectations, dropped = None, None
             if rules is not None:

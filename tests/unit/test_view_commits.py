@@ -96,3 +96,26 @@ def test_a_managed_table_of_the_local_catalog_has_a_folder_in_the_warehouse(tmp_
     assert measure.local_table_dir(tmp_path, "spark_catalog.default.t") == tmp_path / "t"
     assert measure.local_table_dir(tmp_path, "main.lakewatch.t") is None
     assert measure.local_table_dir(tmp_path, "t") is None
+
+
+def test_what_an_update_wrote_is_its_writes_metric_zero_without_a_write_and_unknown_without_the_metric(spark, tmp_path):
+    """`written` sums the metric over the update's WRITE commits, as Delta recorded them (SDP as shipped
+    truncates, then appends); an update that wrote nothing wrote 0; a WRITE whose metrics Delta did not
+    record (history metrics off) is not measured: None, never 0."""
+    table = f"delta.`{tmp_path / 'view'}`"
+    commit(spark, f"CREATE TABLE {table} (n BIGINT) USING delta", None)
+    commit(spark, f"INSERT INTO {table} VALUES (1), (2)", "u1")
+    commit(spark, f"TRUNCATE TABLE {table}", "u2")
+    commit(spark, f"INSERT INTO {table} VALUES (1), (2), (3)", "u2")
+    found = measure.update_commits(spark, table, "u2")
+    assert found.operations == ("WRITE", "TRUNCATE") and found.written("numOutputRows") == 3
+    assert found.written("numOutputBytes") == sum(int(m["numOutputBytes"]) for _, m in found.commits if "numOutputBytes" in m)
+    assert measure.update_commits(spark, table, "u3").written("numOutputRows") == 0
+    spark.conf.set("spark.databricks.delta.history.metricsEnabled", "false")
+    try:
+        commit(spark, f"INSERT INTO {table} VALUES (4)", "u4")
+    finally:
+        spark.conf.unset("spark.databricks.delta.history.metricsEnabled")
+    unmeasured = measure.update_commits(spark, table, "u4")
+    assert unmeasured.wrote() and unmeasured.written("numOutputRows") is None
+    assert measure.UpdateCommits([], None, read=False).written("numOutputRows") is None
