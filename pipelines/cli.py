@@ -86,7 +86,7 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
 
 
 def exit_code(result: Any) -> int:
-    """0 for a completed update; 128 plus the signal's number for one a signal stopped (or that
+    """0 for a completed update or job; 128 plus the signal's number for one a signal stopped (or that
     completed while one came: the command was still asked to stop); else 1."""
     if result.canceled is not None:
         return int(result.canceled.exit_code)
@@ -197,9 +197,7 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
                 _say("  " + line)
             if not task.update.ok:
                 _say("  " + failure_paragraph(task.update))
-    if result.canceled is not None:
-        return int(result.canceled.exit_code)
-    return EXIT_OK if result.ok else EXIT_FAILED
+    return exit_code(result)
 
 
 def cmd_check(args: argparse.Namespace, project: Any) -> int:

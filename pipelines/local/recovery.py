@@ -74,9 +74,6 @@ def recover_unfinished(spark: Any, home: LocalHome, say: Say, lock: RunLock | No
     return closed
 
 
-FLOW_DRAIN_SECONDS = 120  # the longest the recovery waits for the interrupted run's running flows
-
-
 def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None:
     """Stops what a dead runner's Spark Connect session runs, then releases the session.
 
@@ -117,13 +114,7 @@ def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None
     finally:
         client.close()
         if drainable:
-            running = sdp_control.await_idle_flows(spark, FLOW_DRAIN_SECONDS)
-            if running is None:
-                say("  whether flows of the interrupted run still run could not be checked; what they write "
-                    "may land after this update is closed")
-            elif running:
-                say(f"  {running} flow(s) of the interrupted run still running after {FLOW_DRAIN_SECONDS} s; "
-                    "what they write lands after this update is closed")
+            sdp_control.drain_flows(spark, say, "the interrupted run")
 
 
 def _replay_journal(spark: Any, home: LocalHome, record: inflight.InFlightUpdate) -> None:

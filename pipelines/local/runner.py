@@ -61,8 +61,6 @@ class UpdateRequest:
     cause: str = "USER_ACTION"
     configuration: tuple[tuple[str, str], ...] = ()  # extra pipeline configuration (like --set)
 
-FLOW_DRAIN_SECONDS = 120  # the longest a stopped update waits for its flows still at work
-
 
 @dataclass
 class FlowResult:
@@ -196,6 +194,7 @@ class _Update:
         self.run_status: SdpEvent | None = None  # SDP's last "Run is ..." event
         self.cancellation: cancellation.Canceled | None = None  # Ctrl-C or SIGTERM while the update ran
         self.run_over = threading.Event()  # SDP's run has ended (or never started)
+        self.late_cancellation: cancellation.Canceled | None = None  # a signal while the update was closed
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -299,9 +298,7 @@ class _Update:
         if self.cancellation is not None:  # asked to stop: what failed meanwhile may be the stop's doing
             error, final_state = self.cancellation, "CANCELED"
 
-        late: list[cancellation.Canceled] = []
-        # A signal while the update is closed waits for the close (seconds); a second one stops it at once.
-        with cancellation.graceful(lambda c: not late and (late.append(c) is None) and self.say_finishing(c)):
+        with cancellation.graceful(self.defer_stop):
             final_state, ended, error = self.finish(final_state, error)
         result = UpdateResult(
             pipeline_name=self.pipeline.name,
@@ -315,11 +312,16 @@ class _Update:
             error_class_name=type(error).__name__ if error else None,
             events_written=self.stream.written,
             timings=list(self.clock.spans),
-            canceled=self.cancellation or (late[0] if late else None),
+            canceled=self.cancellation or self.late_cancellation,
         )
         return result
 
-    def say_finishing(self, canceled: cancellation.Canceled) -> bool:
+    def defer_stop(self, canceled: cancellation.Canceled) -> bool:
+        """A signal while the update is being closed: the close (seconds) goes on, and the command then
+        exits as the signal asks; a second signal stops at once (False)."""
+        if self.late_cancellation is not None:
+            return False
+        self.late_cancellation = canceled
         self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (a second signal stops at once)")
         return True
 
@@ -530,14 +532,11 @@ class _Update:
             self.on_sdp_event(parse(timestamp, raw.message))
 
     def drain_flows(self) -> None:
-        """After a stop: waits for SDP's flows still at work (a view's write under way when the run was
-        interrupted rather than stopped), so what they write is there when the update is measured."""
-        if self.runner.local.remote:
-            return
-        running = sdp_control.await_idle_flows(self.spark, FLOW_DRAIN_SECONDS)
-        if running:
-            self.say(f"  {running} flow(s) still running after {FLOW_DRAIN_SECONDS} s; what they write lands "
-                     "after this update is closed")
+        """After a stop: SDP's flows still at work (a view's write under way when the run was
+        interrupted rather than stopped) are waited for, so what they write is there when the update
+        is measured."""
+        if not self.runner.local.remote:
+            sdp_control.drain_flows(self.spark, self.say, "this update")
 
     def query_ended(self, query_name: str, exception: str | None) -> None:
         """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied

@@ -9,7 +9,7 @@ releasing the session).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 FLOW_THREADS = "lakewatch.sdp.FlowThreads"
 PIPELINE_RUNS = "lakewatch.sdp.PipelineRuns"
@@ -43,6 +43,22 @@ def running_flows(spark: Any) -> int | None:
 def await_idle_flows(spark: Any, seconds: int) -> int | None:
     """Waits up to `seconds` until SDP's flow threads run no flow; how many still run then (0: none)."""
     return _reflect(spark, FLOW_THREADS, "awaitIdle", seconds * 1000)
+
+
+DRAIN_SECONDS = 120  # the longest a stopped or interrupted run's flows still at work are waited for
+
+
+def drain_flows(spark: Any, say: Callable[[str], None], whose: str) -> None:
+    """Waits up to DRAIN_SECONDS for SDP's flows still at work (a view's write under way goes on after
+    its run stopped), so that what they write is there when the update is measured and closed; says
+    when some still run then, or when that could not be checked. `whose`: the run, in words."""
+    running = await_idle_flows(spark, DRAIN_SECONDS)
+    if running is None:
+        say(f"  whether flows of {whose} still run could not be checked; what they write may land after "
+            "this update is closed")
+    elif running:
+        say(f"  {running} flow(s) of {whose} still running after {DRAIN_SECONDS} s; what they write lands "
+            "after this update is closed")
 
 
 def stop_run(spark: Any, session_id: str, graph_id: str) -> int | None:
