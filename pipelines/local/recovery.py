@@ -82,8 +82,8 @@ def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None
     stops the run, so the release returns when the dead runner's update has run to its end (a jstack of
     the engine: `SessionHolder.close` blocked in `executionStarted`). On the local engine the run is
     stopped first as a canceled update's is (`sdp_control.stop_run`: queued flows do not start, streams
-    stop, a view's write already under way completes); the run then ends by itself once those writes
-    are done, and the release closes the session cleanly. For a record without the run's graph (the
+    stop, a view's write under way has its jobs cancelled); the run then ends by itself once its flows
+    have ended, and the release closes the session cleanly. For a record without the run's graph (the
     runner died while registering, or an earlier lakewatch wrote it) the session's operations are
     interrupted instead: that cancels the run's Spark jobs and ends the operation that holds the lock,
     and the close stops the scheduler (it then fails reporting queued flows SKIPPED to the interrupted

@@ -337,7 +337,8 @@ class _Update:
 
     def stop_run(self) -> None:
         """Stops SDP's run of this update: its queued flows do not start and its running flows stop, as
-        SDP stops them (`sdp_control.stop_run`); a materialized view's write already under way completes.
+        SDP stops them (`sdp_control.stop_run`); a materialized view's write under way has its Spark jobs
+        cancelled, so the view keeps its rows (a write that reached its commit first is kept).
         While the run is still setting up, asks again every 0.1 s, and then every 0.5 s until the run
         has ended (a flow the scheduler was starting meanwhile). Where lakewatch's classes are not in
         the engine (`--remote`), interrupts the session's operations instead: the run's jobs are
@@ -435,8 +436,9 @@ class _Update:
                 continue
             flow = short_name(name)
             status = "SKIPPED" if result.status in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
-            # A view's flow SDP stopped goes on to its write: its COMPLETED event can come after the
-            # run closed its event stream. Its Delta log says whether the write is there.
+            # A view's flow SDP stopped may have reached its commit before its jobs were cancelled: its
+            # COMPLETED event can come after the run closed its event stream. Its Delta log says
+            # whether the write is there.
             if status == "STOPPED" and view is not None and measure.update_commits(
                     self.spark, self.qualified(view), self.update_id, table_dir=self.local_table_dir(view)).wrote():
                 status = "COMPLETED"

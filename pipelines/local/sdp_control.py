@@ -49,8 +49,8 @@ DRAIN_SECONDS = 120  # the longest a stopped or interrupted run's flows still at
 
 
 def drain_flows(spark: Any, say: Callable[[str], None], whose: str) -> None:
-    """Waits up to DRAIN_SECONDS for SDP's flows still at work (a view's write under way goes on after
-    its run stopped), so that what they write is there when the update is measured and closed; says
+    """Waits up to DRAIN_SECONDS for SDP's flows still at work (a view's write that reached its commit,
+    or one of a run that was interrupted rather than stopped), so that what they write is there when the update is measured and closed; says
     when some still run then, or when that could not be checked. `whose`: the run, in words."""
     running = await_idle_flows(spark, DRAIN_SECONDS)
     if running is None:
@@ -63,7 +63,7 @@ def drain_flows(spark: Any, say: Callable[[str], None], whose: str) -> None:
 
 def stop_run(spark: Any, session_id: str, graph_id: str) -> int | None:
     """Stops the run of `graph_id` on Spark Connect session `session_id` the way SDP stops flows
-    (queued flows do not start, running ones stop, a view's write already under way completes), and
+    (queued flows do not start, running ones stop, a view's write under way has its jobs cancelled), and
     leaves the run to end by itself with its events: STOPPED, NOT_STARTED (the run is still setting
     up: ask again) or NO_RUN."""
     return _reflect(spark, PIPELINE_RUNS, "stop", session_id, graph_id)

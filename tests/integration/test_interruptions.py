@@ -433,9 +433,11 @@ def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interr
     """SIGTERM (a scheduler canceling its job run) while a refresh's flows run: the runner stops the
     run as SDP stops flows, closes the update CANCELED with Databricks' cause WORKFLOW_CANCELLATION and
     exits 143, leaving nothing for the next command to recover. Every flow of the update has a final
-    status; the flows queued behind the stop never ran (SKIPPED); a view is COMPLETED exactly when its
-    Delta log (read as JSON by the test) holds this update's WRITE, with that write's rows; and every
-    commit of the update comes before its CANCELED event."""
+    status; the flows queued behind the stop never ran (SKIPPED); the views being refreshed at the stop
+    had their writes cancelled (STOPPED, without a WRITE: before, they ran on to their writes and the
+    command waited for them); a view is COMPLETED exactly when its Delta log (read as JSON by the test)
+    holds this update's WRITE, with that write's rows; and every commit of the update comes before its
+    CANCELED event."""
     stopped, tables = interrupted.canceled, interrupted.tables
     assert stopped is not None and stopped.returncode == 128 + signal.SIGTERM, stopped.output[-3000:]
     assert f"stopping update {stopped.update}" in stopped.output and "CANCELED" in stopped.output
@@ -458,10 +460,12 @@ def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interr
     rows = {r["flow"].split(".")[-1]: r["rows"] for r in events.where("level = 'METRICS'").selectExpr(
         "origin.flow_name AS flow", "get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS rows").collect()}
     schema = tables.home / "warehouse" / "lakewatch.db"
+    stopped_views = []
     for view in sorted(v for v in last if (schema / v / "_delta_log").is_dir()):
         commits = view_commits(tables, view)
         if any(c["operation"] == "STREAMING UPDATE" for c in commits):
             continue
+        stopped_views += [view] if last[view] == "STOPPED" else []
         mine = [c for c in commits if c["tag"].endswith(update_id)]
         assert all((schema / view / "_delta_log" / f"{c['version']:020d}.json").stat().st_mtime <= canceled_at
                    for c in mine), view
@@ -470,3 +474,4 @@ def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interr
             assert rows[view] == str(sum(int(c["rows"]) for c in mine if c["rows"] is not None)), view
         else:
             assert last[view] != "COMPLETED" or rows[view] == "0", view  # a refresh of no rows into an empty view
+    assert stopped_views, last  # the first view completed while others ran: their writes were cancelled

@@ -9,9 +9,11 @@ import org.apache.spark.sql.pipelines.graph.FlowExecution$;
  * (pipelines/local/recovery.py), which calls it through SQL's {@code reflect}.
  *
  * <p>Every flow of every pipeline run of the JVM runs on SDP's one flow thread pool ({@code
- * FlowExecution$.threadPool}). Stopping a run stops its scheduler and its streams, but a batch flow
- * (a materialized view's refresh) that is already running goes on to its write: the recovery waits
- * for those before it reads what the run left and before the next update starts.
+ * FlowExecution$.threadPool}). Stopping a run stops its streams and cancels its batch flows' writes
+ * ({@link PipelineRuns}), but a flow thread can still be at work (a write that reached its commit, a
+ * write's job started after the one cancel a recovery makes, or a run that was interrupted rather
+ * than stopped): the recovery waits for those before it reads what the run left and before the next
+ * update starts.
  */
 public final class FlowThreads {
     private static final long LOOK_MILLIS = 50L;

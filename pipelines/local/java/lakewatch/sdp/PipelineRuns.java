@@ -30,9 +30,10 @@ import scala.collection.Iterator;
  *       them SKIPPED, saying why; and the run does not end as COMPLETED, which would say they ran);</li>
  *   <li>each running flow is stopped: SDP's {@code GraphExecution.stopFlow} records it STOPPED, then a
  *       streaming flow's query stops (its micro-batch under way is cancelled, uncommitted; SDP's
- *       listener then records the flow COMPLETED, which the runner leaves out after STOPPED); a
- *       materialized view's refresh already running goes on to its one write, and SDP records it
- *       COMPLETED when that is done;</li>
+ *       listener then records the flow COMPLETED, which the runner leaves out after STOPPED), and a
+ *       batch flow's write under way (a materialized view's refresh) has its Spark jobs cancelled
+ *       ({@link ViewRefresh#cancel}): uncommitted, the view keeps its rows. A write that reached its
+ *       commit first is kept, and SDP records the flow COMPLETED;</li>
  *   <li>once no flow runs, the scheduler ends the run, and every event reaches the runner.</li>
  * </ol>
  */
@@ -81,23 +82,32 @@ public final class PipelineRuns {
         Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
         while (flows.hasNext()) {
             FlowExecution flow = flows.next();
-            if (flow.isCompleted() || flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
-                continue;  // ended, or stopped by an earlier call (the runner calls again for a flow started meanwhile)
+            if (flow.isCompleted()) {
+                continue;
             }
-            execution.stopFlow(flow);
+            if (!flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
+                execution.stopFlow(flow);  // SDP records it STOPPED
+            }
             if (flow instanceof StreamingFlowExecution) {
-                // SDP's stopFlow only flags a flow (and records it STOPPED); a stream runs on until its
-                // query stops: its micro-batch under way is cancelled uncommitted, and the next update
-                // processes those files again.
-                Option<StreamingQuery> query =
-                    ((StreamingFlowExecution) flow).org$apache$spark$sql$pipelines$graph$StreamingFlowExecution$$_streamingQuery();
-                if (query.nonEmpty()) {
-                    try {
-                        query.get().stop();
-                    } catch (java.util.concurrent.TimeoutException e) {
-                        throw new IllegalStateException("the stream of flow " + flow.identifier() + " did not stop", e);
-                    }
-                }
+                stopStream((StreamingFlowExecution) flow);
+            } else {
+                // Again at every call: a write's job that started after the last call is cancelled too.
+                ViewRefresh.cancel(flow, "the pipeline update was canceled");
+            }
+        }
+    }
+
+    /**
+     * SDP's stopFlow only flags a streaming flow; its stream runs on until its query stops: the
+     * micro-batch under way is cancelled uncommitted, and the next update processes those files again.
+     */
+    private static void stopStream(StreamingFlowExecution flow) {
+        Option<StreamingQuery> query = flow.org$apache$spark$sql$pipelines$graph$StreamingFlowExecution$$_streamingQuery();
+        if (query.nonEmpty() && query.get().isActive()) {
+            try {
+                query.get().stop();
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("the stream of flow " + flow.identifier() + " did not stop", e);
             }
         }
     }

@@ -1,11 +1,16 @@
 package lakewatch.sdp;
 
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.classic.DataFrameWriter;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.pipelines.graph.BatchTableWrite;
+import org.apache.spark.sql.pipelines.graph.FlowExecution;
 import org.apache.spark.sql.pipelines.graph.Table;
 
 /**
@@ -30,19 +35,57 @@ public final class ViewRefresh {
         return table.isStreamingTable() ? spark.sql(truncateSql) : spark.emptyDataFrame();
     }
 
+    /** A batch flow's write under way: its Spark context and the tag its jobs carry. */
+    private record TaggedWrite(SparkContext context, String tag) {}
+
+    /** Each batch flow's write under way (see {@link #cancel}). */
+    private static final Map<FlowExecution, TaggedWrite> WRITES = new ConcurrentHashMap<>();
+
     /**
      * Called where {@code BatchTableWrite} appends a flow's rows ({@code saveAsTable}, mode append).
      * Into a materialized view the rows replace the view's rows in one commit, columns matched by
      * name as the append matched them; into a streaming table they are appended as before. (A view
      * that is not there fails the flow, as the append did.)
+     *
+     * <p>The write's Spark jobs carry a tag of their own, so that a stopped flow's write can be
+     * cancelled ({@link #cancel}); a flow stopped before its write began does not write.
      */
     public static void saveAsTable(DataFrameWriter<?> writer, String name, BatchTableWrite write, Dataset<?> data)
             throws NoSuchTableException {
-        Table destination = write.destination();
-        if (destination.isStreamingTable()) {
-            writer.saveAsTable(name);
-            return;
+        SparkContext context = data.sparkSession().sparkContext();
+        String tag = "lakewatch-flow-write-" + UUID.randomUUID();
+        WRITES.put(write, new TaggedWrite(context, tag));
+        context.addJobTag(tag);
+        try {
+            if (write.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
+                // SDP then ends the flow STOPPED, as it ends a stopped flow whose write failed.
+                throw new IllegalStateException("flow " + write.identifier() + " was stopped before its write");
+            }
+            Table destination = write.destination();
+            if (destination.isStreamingTable()) {
+                writer.saveAsTable(name);
+                return;
+            }
+            data.writeTo(destination.identifier().quotedString()).overwrite(functions.lit(true));
+        } finally {
+            context.removeJobTag(tag);
+            WRITES.remove(write);
         }
-        data.writeTo(destination.identifier().quotedString()).overwrite(functions.lit(true));
+    }
+
+    /**
+     * Cancels the Spark jobs of {@code flow}'s write under way, if any: for a flow SDP was asked to stop
+     * ({@link PipelineRuns}), whose write would otherwise go on to its commit. The write then fails
+     * uncommitted (Delta commits a write whole or not at all), and SDP ends the stopped flow STOPPED.
+     * Only jobs running now are cancelled: the caller calls again for a job the write starts later.
+     * Returns whether a write of that flow was under way.
+     */
+    public static boolean cancel(FlowExecution flow, String reason) {
+        TaggedWrite write = WRITES.get(flow);
+        if (write == null) {
+            return false;
+        }
+        write.context().cancelJobsWithTag(write.tag(), reason);
+        return true;
     }
 }
