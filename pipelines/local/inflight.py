@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class InFlightUpdate:
     flows: list[FlowRecord] = field(default_factory=list)
     registered: bool = False
     stopped_by: str | None = None  # why the runner stopped, when it knew (its engine or endpoint was lost)
+    cancellation_cause: str | None = None  # the update was canceled (USER_ACTION, WORKFLOW_CANCELLATION)
     remote_url: str | None = None  # the --remote endpoint it ran on; None: the state folder's local engine
     graph_id: str | None = None  # SDP's dataflow graph of the run, once registered (to stop the run by)
 
@@ -103,7 +105,7 @@ def journal_path(home: LocalHome, pipeline_name: str) -> Path:
 def save(home: LocalHome, record: InFlightUpdate) -> None:
     target = path_for(home, record.pipeline_name)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # the runner's threads save too
     tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True))
     tmp.replace(target)
 

@@ -18,6 +18,9 @@ it, from what the record and the state folder say:
 4. mark flows that were still running FAILED, write the backlog and rewrite the file state from the
    checkpoints;
 5. write the terminal `update_progress` FAILED with the interruption as its error.
+An update its runner was canceling (Ctrl-C or SIGTERM, then killed before it closed the update: a
+scheduler that follows SIGTERM with SIGKILL) ends CANCELED instead, with the stop's
+`cancellation_cause`, and its running flows STOPPED.
 The data needs no repair: streaming checkpoints and Delta's idempotent streaming writes make the next
 update process every uncommitted file exactly once.
 """
@@ -81,9 +84,9 @@ def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None
     the execution's lock until the run ends, and the session's close waits for that lock before it
     stops the run, so the release returns when the dead runner's update has run to its end (a jstack of
     the engine: `SessionHolder.close` blocked in `executionStarted`). On the local engine the run is
-    stopped first as a canceled update's is (`sdp_control.stop_run`: queued flows do not start, streams
-    stop, a view's write under way has its jobs cancelled); the run then ends by itself once its flows
-    have ended, and the release closes the session cleanly. For a record without the run's graph (the
+    stopped first as a canceled update's is, asked again until it has ended
+    (`sdp_control.stop_run_until_ended`: queued flows do not start, streams stop, a view's write under
+    way has its jobs cancelled); the run then ends by itself once its flows have ended, and the release closes the session cleanly. For a record without the run's graph (the
     runner died while registering, or an earlier lakewatch wrote it) the session's operations are
     interrupted instead: that cancels the run's Spark jobs and ends the operation that holds the lock,
     and the close stops the scheduler (it then fails reporting queued flows SKIPPED to the interrupted
@@ -95,14 +98,19 @@ def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None
 
     stopped = None
     if record.graph_id and record.remote_url is None:
-        stopped = sdp_control.stop_run(spark, record.session_id, record.graph_id)
+        try:
+            stopped = sdp_control.stop_run_until_ended(spark, record.session_id, record.graph_id,
+                                                       sdp_control.deadline(sdp_control.DRAIN_SECONDS))
+        except Exception as e:  # noqa: BLE001 (said; its operations are interrupted instead)
+            say(f"  the interrupted run could not be stopped ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+                "interrupting its operations instead")
     drainable = record.remote_url is None and (stopped is not None or sdp_control.running_flows(spark) is not None)
     client = SparkConnectClient(f"{record.url.rstrip('/')}/;session_id={record.session_id}")
     # No retries: the engine that ran it is often gone (killed with its runner), and Spark Connect's
     # default policy would retry an unreachable server for 10 minutes before the update is closed.
     client.set_retry_policies([])
     try:
-        if drainable and stopped != sdp_control.STOPPED:
+        if drainable and stopped not in (sdp_control.STOPPED, sdp_control.ENDED):
             client.interrupt_all()
         try:
             client.release_session()
@@ -162,7 +170,10 @@ def interrupted_error(why: str) -> Any:
 
 def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, say: Say) -> None:
     why = record.stopped_by or f"its runner (pid {record.pid}) stopped before the update finished"
-    say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: {why}; closing it as FAILED")
+    # An update its runner was stopping (Ctrl-C, SIGTERM) ends CANCELED, as the runner would have closed
+    # it, with the stop's cause: a scheduler that follows SIGTERM with SIGKILL cut only the close.
+    final = "CANCELED" if record.cancellation_cause else "FAILED"
+    say(f"update {record.update_id} of '{record.pipeline_name}' was interrupted: {why}; closing it as {final}")
     notes: list[tuple[str, str, inflight.FlowRecord | None]] = []
     try:
         _stop_session(spark, record, say)
@@ -210,7 +221,13 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     for flow in record.flows:
         status = last_status.get(flow.sdp_name)
         if status is not None and status[1] not in TERMINAL_FLOW_STATES:
-            stream.add(E.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED", error_struct=error))
+            if final == "CANCELED":
+                stream.add(E.flow_progress(
+                    measure.flow_origin(origin, flow), ended, "STOPPED",
+                    message=f"Flow '{flow.name}' has STOPPED: the update was canceled ({record.cancellation_cause}), "
+                            "and its runner stopped before it closed the update."))
+            else:
+                stream.add(E.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED", error_struct=error))
     for measurement, reason, flow in notes:
         stream.add(E.measurement_warning(measure.flow_origin(origin, flow) if flow else origin, ended, measurement, reason))
     if record.registered:
@@ -221,10 +238,14 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
                                      inflight.ledger_path(home, record.pipeline_name))
         except Exception as e:  # noqa: BLE001 (a measurement; the update is closed regardless)
             stream.add(E.measurement_warning(origin, ended, "file state", " ".join(str(e).split())[:300]))
-    stream.add(E.update_progress(origin, ended, "FAILED", error_struct=error))
+    if final == "CANCELED":
+        stream.add(E.update_progress(origin, ended, "CANCELED", cancellation_cause=record.cancellation_cause))
+    else:
+        stream.add(E.update_progress(origin, ended, "FAILED", error_struct=error))
     stream.close()
     inflight.remove(home, record)
-    say(f"  closed update {record.update_id[:8]} as FAILED ({INTERRUPTED_ERROR})")
+    say(f"  closed update {record.update_id[:8]} as " + (
+        f"CANCELED ({record.cancellation_cause})" if final == "CANCELED" else f"FAILED ({INTERRUPTED_ERROR})"))
 
 
 def _record_missing_batches(spark: Any, flow: inflight.FlowRecord, origin: E.Origin, logged: set[tuple[str, int]],

@@ -195,6 +195,9 @@ class _Update:
         self.cancellation: cancellation.Canceled | None = None  # Ctrl-C or SIGTERM while the update ran
         self.run_over = threading.Event()  # SDP's run has ended (or never started)
         self.late_cancellation: cancellation.Canceled | None = None  # a signal while the update was closed
+        self.run_started = False  # SDP's run was asked for (a signal then stops the run)
+        self.closing = False  # the update is being closed (`finish`)
+        self.hard_stop = False  # a second signal: stop waiting for the run's flows
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -243,6 +246,10 @@ class _Update:
 
     # -- the update ----------------------------------------------------------------------------
     def run(self) -> UpdateResult:
+        with cancellation.graceful(self.on_signal):
+            return self.run_update()
+
+    def run_update(self) -> UpdateResult:
         request = self.request
         refresh = " (full refresh)" if request.full_refresh else (
             f" (full refresh of {', '.join(request.full_refresh_selection)})" if request.full_refresh_selection else "")
@@ -270,9 +277,11 @@ class _Update:
         error: BaseException | None = None
         final_state = "COMPLETED"
         try:
+            self.raise_if_canceled()
             with self.clock("register definitions"):
                 self.register()
                 self.record_flows()
+            self.raise_if_canceled()
             # The first events must be in the table before any flow runs: this waits for the background
             # write (done by now, as a rule) and raises when the event log cannot be written.
             self.stream.flush()
@@ -297,9 +306,10 @@ class _Update:
             final_state = "FAILED"
         if self.cancellation is not None:  # asked to stop: what failed meanwhile may be the stop's doing
             error, final_state = self.cancellation, "CANCELED"
+            self.save_cancellation()
 
-        with cancellation.graceful(self.defer_stop):
-            final_state, ended, error = self.finish(final_state, error)
+        self.closing = True
+        final_state, ended, error = self.finish(final_state, error)
         result = UpdateResult(
             pipeline_name=self.pipeline.name,
             pipeline_id=self.pipeline_id,
@@ -316,45 +326,75 @@ class _Update:
         )
         return result
 
-    def defer_stop(self, canceled: cancellation.Canceled) -> bool:
-        """A signal while the update is being closed: the close (seconds) goes on, and the command then
-        exits as the signal asks; a second signal stops at once (False)."""
-        if self.late_cancellation is not None:
+    def on_signal(self, canceled: cancellation.Canceled) -> bool:
+        """Ctrl-C or SIGTERM while this update runs (in the main thread, between two instructions: returns
+        at once; False makes the signal raise where the main thread is). The first signal:
+        - before SDP's run was asked for: recorded, and raised at the next step's start
+          (`raise_if_canceled`), so the update ends CANCELED before any flow runs;
+        - while the run goes on: the run is stopped from another thread (`stop_run`) and ends by itself,
+          with every flow's event; the update ends CANCELED;
+        - once the run is over (its flows are done; the update is being measured and closed, seconds):
+          the close goes on, the update keeps the state its run gave it, and the command then exits
+          as the signal asks.
+        A second signal before the close raises at once: the runner stops waiting for the run's flows,
+        interrupts the session's operations and closes the update CANCELED without them. A signal
+        during the close after a second one (or a second during the close) leaves the close to the
+        next command's recovery, which closes the update CANCELED with the cause."""
+        if self.closing:
+            if self.late_cancellation is None and not self.hard_stop:
+                self.late_cancellation = canceled
+                self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (another signal stops at once)")
+                return True
             return False
-        self.late_cancellation = canceled
-        self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (a second signal stops at once)")
-        return True
+        if self.cancellation is None and self.late_cancellation is None:
+            if self.run_over.is_set():
+                self.late_cancellation = canceled
+                self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (a second signal stops at once)")
+                return True
+            self.cancellation = canceled
+            if self.run_started:
+                threading.Thread(target=self.stop_run, name="lakewatch-stop-run", daemon=True).start()
+            else:
+                self.say(f"  {canceled.why}: stopping update {self.update_id[:8]} before its run")
+            return True
+        if self.hard_stop:
+            return False
+        self.hard_stop = True
+        self.cancellation = self.cancellation or canceled
+        self.say(f"  {canceled.why} again: closing update {self.update_id[:8]} without waiting for its flows")
+        return False
 
-    def request_stop(self, canceled: cancellation.Canceled) -> bool:
-        """A signal while SDP's run goes on (in the main thread: returns at once). The first stops the run
-        from another thread, and the run then ends by itself with every flow's event; a second one
-        raises at once (False)."""
+    def save_cancellation(self) -> None:
+        """Keeps the stop's cause in the in-flight record, so that an update whose close is cut short
+        is closed CANCELED with it by the next command's recovery."""
+        assert self.cancellation is not None
+        if self.record.cancellation_cause != self.cancellation.cause:
+            self.record.cancellation_cause = self.cancellation.cause
+            try:
+                inflight.save(self.runner.home, self.record)
+            except OSError as e:
+                self.say(f"  warning: the stop's cause could not be kept for a recovery: {e}")
+
+    def raise_if_canceled(self) -> None:
+        """Raises the signal that came before SDP's run was asked for (see `on_signal`)."""
         if self.cancellation is not None:
-            return False
-        self.cancellation = canceled
-        threading.Thread(target=self.stop_run, name="lakewatch-stop-run", daemon=True).start()
-        return True
+            raise self.cancellation
 
     def stop_run(self) -> None:
         """Stops SDP's run of this update: its queued flows do not start and its running flows stop, as
         SDP stops them (`sdp_control.stop_run`); a materialized view's write under way has its Spark jobs
         cancelled, so the view keeps its rows (a write that reached its commit first is kept).
-        While the run is still setting up, asks again every 0.1 s, and then every 0.5 s until the run
-        has ended (a flow the scheduler was starting meanwhile). Where lakewatch's classes are not in
+        Asks again until the run has ended (`sdp_control.stop_run_until_ended`). Where lakewatch's classes are not in
         the engine (`--remote`), interrupts the session's operations instead: the run's jobs are
         cancelled and its flows end as the endpoint ends them."""
         assert self.cancellation is not None
+        self.save_cancellation()  # first: a scheduler may follow SIGTERM with SIGKILL
         self.say(f"  {self.cancellation.why}: stopping update {self.update_id[:8]}")
         try:
-            answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
-            while answer == sdp_control.NOT_STARTED and not self.run_over.wait(0.1):
-                answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
+            answer = sdp_control.stop_run_until_ended(self.spark, self.runner.local.session_id, self.graph_id,
+                                                      self.run_over.wait)
             if answer is None:
                 self.spark.interruptAll()
-                return
-            # A flow the scheduler was starting as the run stopped is stopped by the next call.
-            while answer == sdp_control.STOPPED and not self.run_over.wait(0.5):
-                answer = sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
         except Exception as e:  # noqa: BLE001 (the engine is gone: the run ends with it)
             self.say(f"  warning: the run could not be stopped: {_one_line(_error_text(e))}")
 
@@ -432,14 +472,15 @@ class _Update:
         views = {self.sdp_flow_name(name): name for name in self.materialized_views()}
         for name, result in sorted(self.flow_status.items()):
             view = views.get(name)
-            if result.status in TERMINAL_FLOW_STATES and not (result.status == "STOPPED" and view is not None):
+            # IDLE: a flow that runs once and had run before (SDP's state for it), not the stop's doing.
+            if result.status in (*TERMINAL_FLOW_STATES, "IDLE") and not (result.status == "STOPPED" and view is not None):
                 continue
             flow = short_name(name)
             status = "SKIPPED" if result.status in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
-            # A view's flow SDP stopped may have reached its commit before its jobs were cancelled: its
-            # COMPLETED event can come after the run closed its event stream. Its Delta log says
-            # whether the write is there.
-            if status == "STOPPED" and view is not None and measure.update_commits(
+            # A view's flow that started may have reached its commit before the stop (or its jobs'
+            # cancel): its COMPLETED event can come after the run closed its event stream, or never
+            # reach the runner after a second signal. Its Delta log says whether the write is there.
+            if result.status != "QUEUED" and view is not None and measure.update_commits(
                     self.spark, self.qualified(view), self.update_id, table_dir=self.local_table_dir(view)).wrote():
                 status = "COMPLETED"
             if status == result.status:
@@ -490,16 +531,18 @@ class _Update:
             relay.attach(self.collector)
         run_started = time.monotonic()
         try:
-            with cancellation.graceful(self.request_stop):
-                self.run_pipeline()
+            self.run_started = True
+            self.raise_if_canceled()  # a signal from here on stops the run instead
+            self.run_pipeline()
         finally:
             self.run_over.set()
             self.clock.spans.append(("pipeline run (setup and flows)", time.monotonic() - run_started))
             try:
                 with self.clock("wait for progress events"):
-                    if self.cancellation is not None:
-                        self.drain_flows()
-                    self.wait_for_progress()
+                    if not self.hard_stop:
+                        if self.cancellation is not None:
+                            self.drain_flows()
+                        self.wait_for_progress()
             finally:
                 try:
                     logged = jvm_log.flow_outcomes(jvm_log.read_since(self.runner.local.log_file, self.log_offset),

@@ -4,18 +4,22 @@ tasks in its driver, where SDP runs): lakewatch's classes `lakewatch.sdp.FlowThr
 
 Each call returns None where the classes are not on the engine's class path (a `--remote` endpoint,
 or SDP as shipped): the callers then fall back to what Spark Connect offers (interrupting operations,
-releasing the session).
+releasing the session). Any other failure (the engine gone, the call's own error) raises.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 FLOW_THREADS = "lakewatch.sdp.FlowThreads"
 PIPELINE_RUNS = "lakewatch.sdp.PipelineRuns"
 
 # PipelineRuns.stop's answers
-STOPPED, NOT_STARTED, NO_RUN = 1, 0, -1
+ENDED, STOPPED, NOT_STARTED, NO_RUN = 2, 1, 0, -1
+
+# Spark's error classes for a `reflect` whose class or method the engine does not have
+_NOT_THERE = ("UNEXPECTED_CLASS_TYPE", "UNEXPECTED_STATIC_METHOD")
 
 
 def _reflect(spark: Any, cls: str, method: str, *args: int | str) -> int | None:
@@ -25,8 +29,10 @@ def _reflect(spark: Any, cls: str, method: str, *args: int | str) -> int | None:
         # no task, so it does not wait for a free core behind the run's own tasks.
         return int(spark.sql(f"SELECT reflect('{cls}', '{method}'{values}) AS n FROM VALUES (0) AS driver(x)")
                    .collect()[0]["n"])
-    except Exception:  # noqa: BLE001 (the class is not on the engine's class path)
-        return None
+    except Exception as e:
+        if any(name in str(e) for name in _NOT_THERE):
+            return None  # not lakewatch's engine (a `--remote` endpoint), or an older lakewatch jar
+        raise
 
 
 def _literal(text: str) -> str:
@@ -52,10 +58,14 @@ def drain_flows(spark: Any, say: Callable[[str], None], whose: str) -> None:
     """Waits up to DRAIN_SECONDS for SDP's flows still at work (a view's write that reached its commit,
     or one of a run that was interrupted rather than stopped), so that what they write is there when the update is measured and closed; says
     when some still run then, or when that could not be checked. `whose`: the run, in words."""
-    running = await_idle_flows(spark, DRAIN_SECONDS)
+    try:
+        running = await_idle_flows(spark, DRAIN_SECONDS)
+        reason = "" if running is not None else " (the engine has no lakewatch classes)"
+    except Exception as e:  # noqa: BLE001 (said; the update is closed regardless)
+        running, reason = None, f" ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
     if running is None:
-        say(f"  whether flows of {whose} still run could not be checked; what they write may land after "
-            "this update is closed")
+        say(f"  whether flows of {whose} still run could not be checked{reason}; what they write may land "
+            "after this update is closed")
     elif running:
         say(f"  {running} flow(s) of {whose} still running after {DRAIN_SECONDS} s; what they write lands "
             "after this update is closed")
@@ -65,5 +75,29 @@ def stop_run(spark: Any, session_id: str, graph_id: str) -> int | None:
     """Stops the run of `graph_id` on Spark Connect session `session_id` the way SDP stops flows
     (queued flows do not start, running ones stop, a view's write under way has its jobs cancelled), and
     leaves the run to end by itself with its events: STOPPED, NOT_STARTED (the run is still setting
-    up: ask again) or NO_RUN."""
+    up: ask again), ENDED or NO_RUN."""
     return _reflect(spark, PIPELINE_RUNS, "stop", session_id, graph_id)
+
+
+def stop_run_until_ended(spark: Any, session_id: str, graph_id: str, over: Callable[[float], bool]) -> int | None:
+    """Stops the run (`stop_run`) and asks again until it has ended: every 0.1 s while it is still
+    setting up, then every 0.5 s, so that a flow the scheduler was starting as the run stopped is
+    stopped too, and a view's write job started after the last call is cancelled. `over(seconds)`
+    waits that long and says whether the caller stops asking (the run ended as its caller saw it, or
+    a deadline). Returns the last answer (None: the engine has no lakewatch classes)."""
+    answer = stop_run(spark, session_id, graph_id)
+    while answer == NOT_STARTED and not over(0.1):
+        answer = stop_run(spark, session_id, graph_id)
+    while answer == STOPPED and not over(0.5):
+        answer = stop_run(spark, session_id, graph_id)
+    return answer
+
+
+def deadline(seconds: float) -> Callable[[float], bool]:
+    """An `over` for `stop_run_until_ended` that sleeps, and says over once `seconds` have passed."""
+    end = time.monotonic() + seconds
+
+    def over(wait: float) -> bool:
+        time.sleep(wait)
+        return time.monotonic() >= end
+    return over

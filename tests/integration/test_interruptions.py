@@ -18,7 +18,6 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timezone
 from pathlib import Path
 
 import pytest
@@ -52,6 +51,9 @@ class Interrupted:
     killed_refresh: str = ""  # the observability update killed mid-refresh
     refresh: subprocess.CompletedProcess | None = None  # the refresh after it, which closed it
     canceled: "Stopped | None" = None  # a refresh after that, stopped with SIGTERM midway
+    before_run: "Stopped | None" = None  # a refresh stopped with Ctrl-C as it started
+    escalated: "Stopped | None" = None  # a refresh sent SIGTERM, then SIGKILL while it stopped
+    after_escalation: subprocess.CompletedProcess | None = None  # the next command, which closed it
 
 
 def _checkpoint_commits(home: Path, table: str) -> list[int]:
@@ -141,12 +143,17 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
     killed_refresh = stop_a_refresh_midway(home, conf, signal.SIGKILL).update
     refresh = cli.run("run", "lakewatch_observability", *conf)
     canceled = stop_a_refresh_midway(home, conf, signal.SIGTERM)
+    before_run = stop_a_refresh_midway(home, conf, signal.SIGINT, at=STARTING_LINE)
+    # A scheduler that follows SIGTERM with SIGKILL (a grace period that ran out): killed while it stops.
+    escalated = stop_a_refresh_midway(home, conf, signal.SIGTERM, kill_at=STOPPING_LINE)
+    after_escalation = cli.run("query", "SELECT 1")
     return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late, conf,
-                       killed_refresh, refresh, canceled)
+                       killed_refresh, refresh, canceled, before_run, escalated, after_escalation)
 
 
 FLOW_LINE = re.compile(r"^\s+\d\d:\d\d:\d\d\s+(?P<flow>\w+)\s+(?P<status>[A-Z_]+)\s*$", re.M)
 STARTING_LINE = re.compile(r"starting update (?P<prefix>[0-9a-f]{8})")
+STOPPING_LINE = re.compile(r": stopping update [0-9a-f]{8}$")
 
 
 @dataclass
@@ -156,9 +163,11 @@ class Stopped:
     output: str
 
 
-def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int) -> Stopped:
-    """Starts an observability refresh and sends its runner `signum` once its first view completed,
-    while the engine runs its other flows."""
+def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int, at: re.Pattern | None = None,
+                          kill_at: re.Pattern | None = None) -> Stopped:
+    """Starts an observability refresh and sends its runner `signum` once its first view completed (or
+    once a line matches `at`), while the engine runs its other flows; then SIGKILL once a line matches
+    `kill_at`, if given."""
     refresh = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", "lakewatch_observability", *conf],
                                cwd=PROJECT_ROOT, env=cli_env(home), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
@@ -170,23 +179,30 @@ def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int) -> Sto
         if start and prefix is None:
             prefix = start["prefix"]
         flow = FLOW_LINE.match(line)
-        if flow and flow["status"] == "COMPLETED":
+        if (at.search(line) if at else flow and flow["status"] == "COMPLETED"):
             break
     assert refresh.poll() is None and prefix, "".join(seen)
     os.kill(refresh.pid, signum)
+    if kill_at is not None:
+        for line in refresh.stdout:
+            seen.append(line)
+            if kill_at.search(line):
+                os.kill(refresh.pid, signal.SIGKILL)
+                break
     rest, _ = refresh.communicate(timeout=300)
     return Stopped(prefix, refresh.returncode, "".join(seen) + rest)
 
 
 def view_commits(tables: LocalTables, view: str) -> list[dict]:
-    """The view's commits from its Delta log, read as JSON by the test (version, operation, update tag,
-    rows written)."""
+    """The view's commits from its Delta log, read as JSON by the test (version, operation, commit time,
+    update tag, rows written)."""
     commits = []
     for path in sorted((Path(tables.path(view)) / "_delta_log").glob("*.json")):
         [info] = [json.loads(line)["commitInfo"] for line in path.read_text().splitlines()
                   if line.strip() and "commitInfo" in json.loads(line)]
-        commits.append({"version": int(path.stem), "operation": info["operation"],
-                        "tag": info.get("userMetadata") or "", "rows": (info.get("operationMetrics") or {}).get("numOutputRows")})
+        commits.append({"version": int(path.stem), "operation": info["operation"], "at": info["timestamp"] / 1000,
+                        "tag": info.get("userMetadata") or "",
+                        "rows": (info.get("operationMetrics") or {}).get("numOutputRows")})
     return commits
 
 
@@ -429,49 +445,95 @@ def test_a_refresh_killed_midway_is_closed_without_undoing_the_views_it_wrote(in
     assert written and len(written) < len(views), (written, statuses)
 
 
-def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interrupted):
-    """SIGTERM (a scheduler canceling its job run) while a refresh's flows run: the runner stops the
-    run as SDP stops flows, closes the update CANCELED with Databricks' cause WORKFLOW_CANCELLATION and
-    exits 143, leaving nothing for the next command to recover. Every flow of the update has a final
-    status; the flows queued behind the stop never ran (SKIPPED); the views being refreshed at the stop
-    had their writes cancelled (STOPPED, without a WRITE: before, they ran on to their writes and the
-    command waited for them); a view is COMPLETED exactly when its Delta log (read as JSON by the test)
-    holds this update's WRITE, with that write's rows; and every commit of the update comes before its
-    CANCELED event."""
-    stopped, tables = interrupted.canceled, interrupted.tables
-    assert stopped is not None and stopped.returncode == 128 + signal.SIGTERM, stopped.output[-3000:]
-    assert f"stopping update {stopped.update}" in stopped.output and "CANCELED" in stopped.output
-    assert inflight.load(LocalHome(tables.home), "lakewatch_observability") is None
-    events = tables.table("lakewatch_observability_event_log").where(f"origin.update_id LIKE '{stopped.update}%'")
+@dataclass
+class CanceledRefresh:
+    last: dict[str, str]  # flow -> its last status in the event log
+    views: list[str]  # the materialized views among its flows (Delta tables written by one overwrite)
+    stopped_views: list[str]  # those STOPPED
+
+
+def check_canceled_refresh(tables: LocalTables, update: str, cause: str) -> CanceledRefresh:
+    """What every canceled refresh must show, whoever closed it: the update's last `update_progress` is
+    CANCELED with `cause` and none is FAILED; every flow has a final status; a view is COMPLETED exactly
+    when its Delta log (read as JSON by the test) holds this update's WRITE, with that write's rows;
+    and every commit of the update comes before its CANCELED event."""
+    events = tables.table("lakewatch_observability_event_log").where(f"origin.update_id LIKE '{update}%'")
     [update_id] = {r[0] for r in events.select("origin.update_id").collect()}
     progress = events.where("event_type = 'update_progress'").selectExpr(
         "`timestamp`", "get_json_object(details, '$.update_progress.state') AS state",
         "get_json_object(details, '$.update_progress.cancellation_cause') AS cause").orderBy("timestamp").collect()
-    assert [(r["state"], r["cause"]) for r in progress][-1] == ("CANCELED", "WORKFLOW_CANCELLATION")
+    assert [(r["state"], r["cause"]) for r in progress][-1] == ("CANCELED", cause)
     assert "FAILED" not in {r["state"] for r in progress}
-    canceled_at = progress[-1]["timestamp"].replace(tzinfo=timezone.utc).timestamp()
+    canceled_at = progress[-1]["timestamp"].timestamp()  # collect() gives this machine's local time: as is
     last = {}
     for r in events.where("event_type = 'flow_progress' AND level != 'METRICS'").selectExpr(
             "origin.flow_name AS flow", "`timestamp`", "coalesce(sequence.control_plane_seq_no, sequence.data_plane_id.seq_no) AS seq",
             "get_json_object(details, '$.flow_progress.status') AS status").orderBy("timestamp", "seq").collect():
         last[r["flow"].split(".")[-1]] = r["status"]
     assert set(last.values()) <= set(TERMINAL_FLOW_STATES), last
-    assert "SKIPPED" in last.values(), last
     rows = {r["flow"].split(".")[-1]: r["rows"] for r in events.where("level = 'METRICS'").selectExpr(
         "origin.flow_name AS flow", "get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS rows").collect()}
     schema = tables.home / "warehouse" / "lakewatch.db"
-    stopped_views = []
+    views, stopped_views = [], []
     for view in sorted(v for v in last if (schema / v / "_delta_log").is_dir()):
         commits = view_commits(tables, view)
         if any(c["operation"] == "STREAMING UPDATE" for c in commits):
             continue
+        views.append(view)
         stopped_views += [view] if last[view] == "STOPPED" else []
         mine = [c for c in commits if c["tag"].endswith(update_id)]
-        assert all((schema / view / "_delta_log" / f"{c['version']:020d}.json").stat().st_mtime <= canceled_at
-                   for c in mine), view
+        # Delta's commit time (commitInfo.timestamp: milliseconds, taken as the commit is made)
+        assert all(c["at"] <= canceled_at for c in mine), (view, mine, canceled_at)
         if any(c["operation"] == "WRITE" for c in mine):
             assert last[view] == "COMPLETED", view
             assert rows[view] == str(sum(int(c["rows"]) for c in mine if c["rows"] is not None)), view
         else:
             assert last[view] != "COMPLETED" or rows[view] == "0", view  # a refresh of no rows into an empty view
-    assert stopped_views, last  # the first view completed while others ran: their writes were cancelled
+    return CanceledRefresh(last, views, stopped_views)
+
+
+def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interrupted):
+    """SIGTERM (a scheduler canceling its job run) while a refresh's flows run: the runner stops the
+    run as SDP stops flows, closes the update CANCELED with Databricks' cause WORKFLOW_CANCELLATION and
+    exits 143, leaving nothing for the next command to recover (`check_canceled_refresh`: every flow
+    ended, views COMPLETED exactly when their Delta log holds the update's write). The flows queued
+    behind the stop never ran (SKIPPED); the views being refreshed at the stop had their writes
+    cancelled (STOPPED, without a WRITE: before, they ran on to their writes and the command waited for
+    them)."""
+    stopped, tables = interrupted.canceled, interrupted.tables
+    assert stopped is not None and stopped.returncode == 128 + signal.SIGTERM, stopped.output[-3000:]
+    assert f"stopping update {stopped.update}" in stopped.output and "CANCELED" in stopped.output
+    assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
+    canceled = check_canceled_refresh(tables, stopped.update, "WORKFLOW_CANCELLATION")
+    assert "SKIPPED" in canceled.last.values(), canceled.last
+    # the first view completed while others ran: their writes were cancelled
+    assert canceled.stopped_views, canceled.last
+
+
+def test_a_refresh_stopped_by_ctrl_c_as_it_starts_ends_canceled_before_any_flow_ran(interrupted):
+    """Ctrl-C as soon as the refresh says it starts (while it registers its definitions, before SDP's
+    run): the update ends CANCELED with USER_ACTION and exit 130 without running a flow: no flow has a
+    status in the event log, and no view's Delta log has a commit of the update."""
+    stopped, tables = interrupted.before_run, interrupted.tables
+    assert stopped is not None and stopped.returncode == 128 + signal.SIGINT, stopped.output[-3000:]
+    assert f"stopping update {stopped.update} before its run" in stopped.output, stopped.output[-3000:]
+    assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
+    canceled = check_canceled_refresh(tables, stopped.update, "USER_ACTION")
+    assert canceled.last == {}
+    for view in check_canceled_refresh(tables, interrupted.canceled.update, "WORKFLOW_CANCELLATION").views:
+        assert not any(stopped.update in c["tag"]
+                       for c in view_commits(tables, view)), view
+
+
+def test_a_refresh_killed_while_it_stops_is_closed_canceled_with_its_cause(interrupted):
+    """SIGTERM, then SIGKILL while the runner stops the run (a scheduler whose grace period ran out):
+    the next command (a query) closes the update CANCELED with WORKFLOW_CANCELLATION, not FAILED as a
+    crash, and what the run left is as `check_canceled_refresh` says: every flow ended, a view COMPLETED
+    exactly when its Delta log holds the update's write."""
+    stopped, tables = interrupted.escalated, interrupted.tables
+    assert stopped is not None and stopped.returncode == -signal.SIGKILL, stopped.output[-3000:]
+    closing = interrupted.after_escalation
+    assert closing is not None and f"closed update {stopped.update} as CANCELED (WORKFLOW_CANCELLATION)" in closing.stdout, (
+        closing.stdout[-3000:])
+    assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
+    check_canceled_refresh(tables, stopped.update, "WORKFLOW_CANCELLATION")

@@ -10,8 +10,10 @@ import org.apache.spark.sql.pipelines.graph.FlowExecution;
 import org.apache.spark.sql.pipelines.graph.PipelineUpdateContext;
 import org.apache.spark.sql.pipelines.graph.StreamingFlowExecution;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution;
-import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$QUEUED$;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$CANCELED$;
+import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$QUEUED$;
+import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$RUNNING$;
+import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$TERMINATED_WITH_ERROR$;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import scala.Option;
 import scala.Tuple2;
@@ -26,8 +28,10 @@ import scala.collection.Iterator;
  * it ends the flow scheduler first, which ends the run's event stream, so the events of the flows it
  * stops after that have nowhere to go. Here the scheduler is left to end the run itself:
  * <ol>
- *   <li>each queued flow is marked canceled, so the scheduler starts no more flows (the runner records
- *       them SKIPPED, saying why; and the run does not end as COMPLETED, which would say they ran);</li>
+ *   <li>each queued flow, and each failed flow waiting for its retry, is marked canceled, so the
+ *       scheduler starts no more flows (the runner records them SKIPPED, saying why; and the run does
+ *       not end as COMPLETED, which would say they ran). A flow the scheduler had already picked and
+ *       starts meanwhile is stopped by the next call: the caller calls until the run has ended;</li>
  *   <li>each running flow is stopped: SDP's {@code GraphExecution.stopFlow} records it STOPPED, then a
  *       streaming flow's query stops (its micro-batch under way is cancelled, uncommitted; SDP's
  *       listener then records the flow COMPLETED, which the runner leaves out after STOPPED), and a
@@ -38,7 +42,9 @@ import scala.collection.Iterator;
  * </ol>
  */
 public final class PipelineRuns {
-    /** The run's flows were stopped. */
+    /** The run has ended: no flow is queued, running or waiting for a retry. */
+    public static final int ENDED = 2;
+    /** The run's flows were stopped; flows may still be ending: ask again until ENDED or NO_RUN. */
     public static final int STOPPED = 1;
     /** The run is still setting up (its scheduler has not started): ask again. */
     public static final int NOT_STARTED = 0;
@@ -66,7 +72,7 @@ public final class PipelineRuns {
                 return NOT_STARTED;
             }
             stopFlows(execution.get());
-            return STOPPED;
+            return ended(execution.get()) ? ENDED : STOPPED;
         }
         return NO_RUN;
     }
@@ -74,10 +80,12 @@ public final class PipelineRuns {
     private static void stopFlows(TriggeredGraphExecution execution) {
         Iterator<Tuple2<TableIdentifier, TriggeredGraphExecution.StreamState>> states = execution.pipelineState().iterator();
         while (states.hasNext()) {
-            Tuple2<TableIdentifier, TriggeredGraphExecution.StreamState> state = states.next();
-            if (state._2() == TriggeredGraphExecution$StreamState$QUEUED$.MODULE$) {
-                execution.pipelineState().put(state._1(), TriggeredGraphExecution$StreamState$CANCELED$.MODULE$);
-            }
+            TableIdentifier flow = states.next()._1();
+            // Compare-and-set: the scheduler may be moving the same flow to RUNNING meanwhile.
+            execution.pipelineState().replace(flow, TriggeredGraphExecution$StreamState$QUEUED$.MODULE$,
+                TriggeredGraphExecution$StreamState$CANCELED$.MODULE$);
+            execution.pipelineState().replace(flow, TriggeredGraphExecution$StreamState$TERMINATED_WITH_ERROR$.MODULE$,
+                TriggeredGraphExecution$StreamState$CANCELED$.MODULE$);
         }
         Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
         while (flows.hasNext()) {
@@ -85,16 +93,39 @@ public final class PipelineRuns {
             if (flow.isCompleted()) {
                 continue;
             }
-            if (!flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
-                execution.stopFlow(flow);  // SDP records it STOPPED
-            }
-            if (flow instanceof StreamingFlowExecution) {
-                stopStream((StreamingFlowExecution) flow);
-            } else {
-                // Again at every call: a write's job that started after the last call is cancelled too.
-                ViewRefresh.cancel(flow, "the pipeline update was canceled");
+            try {
+                if (!flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
+                    execution.stopFlow(flow);  // SDP records it STOPPED (and throws if it cannot record it)
+                }
+            } finally {
+                if (flow instanceof StreamingFlowExecution) {
+                    stopStream((StreamingFlowExecution) flow);
+                } else {
+                    // Again at every call: a write's job that started after the last call is cancelled too.
+                    ViewRefresh.cancel(flow, "the pipeline update was canceled");
+                }
             }
         }
+    }
+
+    /** Whether nothing of the run is left: no flow queued, running or failed (its retry pending), none at work. */
+    private static boolean ended(TriggeredGraphExecution execution) {
+        Iterator<TriggeredGraphExecution.StreamState> states = execution.pipelineState().valuesIterator();
+        while (states.hasNext()) {
+            TriggeredGraphExecution.StreamState state = states.next();
+            if (state == TriggeredGraphExecution$StreamState$QUEUED$.MODULE$
+                    || state == TriggeredGraphExecution$StreamState$RUNNING$.MODULE$
+                    || state == TriggeredGraphExecution$StreamState$TERMINATED_WITH_ERROR$.MODULE$) {
+                return false;
+            }
+        }
+        Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
+        while (flows.hasNext()) {
+            if (!flows.next().isCompleted()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
