@@ -221,11 +221,13 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     for flow in record.flows:
         status = last_status.get(flow.sdp_name)
         if status is not None and status[1] not in TERMINAL_FLOW_STATES:
-            if final == "CANCELED":
+            if final == "CANCELED":  # as the runner closes a canceled update's flows
+                ended_as = "SKIPPED" if status[1] in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
                 stream.add(E.flow_progress(
-                    measure.flow_origin(origin, flow), ended, "STOPPED",
-                    message=f"Flow '{flow.name}' has STOPPED: the update was canceled ({record.cancellation_cause}), "
-                            "and its runner stopped before it closed the update."))
+                    measure.flow_origin(origin, flow), ended, ended_as,
+                    message=f"Flow '{flow.name}' {'SKIPPED' if ended_as == 'SKIPPED' else 'has STOPPED'}: the update "
+                            f"was canceled ({record.cancellation_cause}), and its runner stopped before it closed "
+                            "the update."))
             else:
                 stream.add(E.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED", error_struct=error))
     for measurement, reason, flow in notes:
@@ -301,9 +303,10 @@ def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, 
         table_dir = measure.local_table_dir(home.warehouse, table) if record.remote_url is None else None
         found = measure.update_commits(spark, table, record.update_id, table_dir=table_dir)
         if found.wrote() or completed:
-            at = max((t for t, _ in found.commits), default=status[0] if status else datetime.now(timezone.utc))
-            if at.tzinfo is None:  # an event's time as collect() gives it: naive, in this machine's zone
-                at = at.astimezone(timezone.utc)
+            # No earlier than the flow's last event (a STOPPED recorded after the commit, while Delta's
+            # post-commit work ran), so COMPLETED is its last status.
+            seen = [status[0] if status[0].tzinfo else status[0].astimezone(timezone.utc)] if status else []
+            at = max([*(t for t, _ in found.commits), *seen], default=datetime.now(timezone.utc))
             flow_origin = measure.flow_origin(origin, flow)
             stream.add(E.flow_metrics(flow_origin, at, num_output_rows=found.written("numOutputRows"),
                                       status="COMPLETED", streaming=False,

@@ -197,6 +197,7 @@ class _Update:
         self.late_cancellation: cancellation.Canceled | None = None  # a signal while the update was closed
         self.run_started = False  # SDP's run was asked for (a signal then stops the run)
         self.closing = False  # the update is being closed (`finish`)
+        self.signal_notes: list[str] = []  # what a signal handler has to say, printed by the main thread
         self.hard_stop = False  # a second signal: stop waiting for the run's flows
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
@@ -296,8 +297,13 @@ class _Update:
             self.execute()
         except KeyboardInterrupt as e:
             self.cancellation = self.cancellation or cancellation.canceled(e)
+            self.say_signal_notes()
             try:
                 self.spark.interruptAll()
+                if self.hard_stop and self.run_started and not self.runner.local.remote:
+                    # One more stop, now that the stop thread asks no more: a flow's write that escaped the
+                    # last one is cancelled (a write that reached its commit is read from its Delta log).
+                    sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
             except Exception:  # noqa: BLE001 (best effort while cancelling)
                 pass
         except Exception as e:  # noqa: BLE001 (every failure becomes a FAILED update)
@@ -310,6 +316,7 @@ class _Update:
 
         self.closing = True
         final_state, ended, error = self.finish(final_state, error)
+        self.say_signal_notes()
         result = UpdateResult(
             pipeline_name=self.pipeline.name,
             pipeline_id=self.pipeline_id,
@@ -340,29 +347,38 @@ class _Update:
         interrupts the session's operations and closes the update CANCELED without them. A signal
         during the close after a second one (or a second during the close) leaves the close to the
         next command's recovery, which closes the update CANCELED with the cause."""
+        # Messages wait for the main thread (`say_signal_notes`): printing here, between two instructions
+        # of a print under way, can fail.
         if self.closing:
             if self.late_cancellation is None and not self.hard_stop:
                 self.late_cancellation = canceled
-                self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (another signal stops at once)")
+                self.signal_notes.append(f"  {canceled.why}: closed update {self.update_id[:8]} first")
                 return True
             return False
         if self.cancellation is None and self.late_cancellation is None:
             if self.run_over.is_set():
                 self.late_cancellation = canceled
-                self.say(f"  {canceled.why}: closing update {self.update_id[:8]} first (a second signal stops at once)")
+                self.signal_notes.append(f"  {canceled.why}: closed update {self.update_id[:8]} first, "
+                                         "its flows being done")
                 return True
             self.cancellation = canceled
             if self.run_started:
                 threading.Thread(target=self.stop_run, name="lakewatch-stop-run", daemon=True).start()
             else:
-                self.say(f"  {canceled.why}: stopping update {self.update_id[:8]} before its run")
+                self.signal_notes.append(f"  {canceled.why}: stopping update {self.update_id[:8]} before its run")
             return True
         if self.hard_stop:
             return False
         self.hard_stop = True
         self.cancellation = self.cancellation or canceled
-        self.say(f"  {canceled.why} again: closing update {self.update_id[:8]} without waiting for its flows")
+        self.signal_notes.append(f"  {canceled.why} again: closing update {self.update_id[:8]} without waiting "
+                                 "for its flows")
         return False
+
+    def say_signal_notes(self) -> None:
+        """Prints what `on_signal` recorded (in the main thread, outside the handler)."""
+        while self.signal_notes:
+            self.say(self.signal_notes.pop(0))
 
     def save_cancellation(self) -> None:
         """Keeps the stop's cause in the in-flight record, so that an update whose close is cut short
@@ -377,6 +393,7 @@ class _Update:
 
     def raise_if_canceled(self) -> None:
         """Raises the signal that came before SDP's run was asked for (see `on_signal`)."""
+        self.say_signal_notes()
         if self.cancellation is not None:
             raise self.cancellation
 
@@ -390,13 +407,21 @@ class _Update:
         assert self.cancellation is not None
         self.save_cancellation()  # first: a scheduler may follow SIGTERM with SIGKILL
         self.say(f"  {self.cancellation.why}: stopping update {self.update_id[:8]}")
+        self.update_state("STOPPING")  # Databricks' state while an update waits for its queries to shut down
         try:
             answer = sdp_control.stop_run_until_ended(self.spark, self.runner.local.session_id, self.graph_id,
-                                                      self.run_over.wait)
+                                                      self.run_over.wait, started=True)
             if answer is None:
                 self.spark.interruptAll()
-        except Exception as e:  # noqa: BLE001 (the engine is gone: the run ends with it)
-            self.say(f"  warning: the run could not be stopped: {_one_line(_error_text(e))}")
+        except Exception as e:  # noqa: BLE001 (said; the session's operations are interrupted instead)
+            if self.hard_stop:
+                return  # the main thread interrupted the session's operations, this call's among them
+            self.say(f"  warning: the run could not be stopped as SDP stops flows ({_one_line(_error_text(e))}); "
+                     "interrupting its operations instead")
+            try:
+                self.spark.interruptAll()
+            except Exception as e2:  # noqa: BLE001 (the engine is gone: the run ends with it)
+                self.say(f"  warning: the run's operations could not be interrupted: {_one_line(_error_text(e2))}")
 
     def register(self) -> None:
         self.registered_at = now()

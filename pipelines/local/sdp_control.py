@@ -79,14 +79,18 @@ def stop_run(spark: Any, session_id: str, graph_id: str) -> int | None:
     return _reflect(spark, PIPELINE_RUNS, "stop", session_id, graph_id)
 
 
-def stop_run_until_ended(spark: Any, session_id: str, graph_id: str, over: Callable[[float], bool]) -> int | None:
+def stop_run_until_ended(spark: Any, session_id: str, graph_id: str, over: Callable[[float], bool],
+                         started: bool = False) -> int | None:
     """Stops the run (`stop_run`) and asks again until it has ended: every 0.1 s while it is still
     setting up, then every 0.5 s, so that a flow the scheduler was starting as the run stopped is
     stopped too, and a view's write job started after the last call is cancelled. `over(seconds)`
     waits that long and says whether the caller stops asking (the run ended as its caller saw it, or
-    a deadline). Returns the last answer (None: the engine has no lakewatch classes)."""
+    a deadline). `started`: the caller has asked for the run, so NO_RUN means "not registered yet"
+    (the engine registers a run only once it has built its graph). Returns the last answer (None:
+    the engine has no lakewatch classes)."""
+    waiting = (NOT_STARTED, NO_RUN) if started else (NOT_STARTED,)
     answer = stop_run(spark, session_id, graph_id)
-    while answer == NOT_STARTED and not over(0.1):
+    while answer in waiting and not over(0.1):
         answer = stop_run(spark, session_id, graph_id)
     while answer == STOPPED and not over(0.5):
         answer = stop_run(spark, session_id, graph_id)

@@ -450,6 +450,7 @@ class CanceledRefresh:
     last: dict[str, str]  # flow -> its last status in the event log
     views: list[str]  # the materialized views among its flows (Delta tables written by one overwrite)
     stopped_views: list[str]  # those STOPPED
+    states: list[str]  # its update_progress states, in order
 
 
 def check_canceled_refresh(tables: LocalTables, update: str, cause: str) -> CanceledRefresh:
@@ -489,7 +490,7 @@ def check_canceled_refresh(tables: LocalTables, update: str, cause: str) -> Canc
             assert rows[view] == str(sum(int(c["rows"]) for c in mine if c["rows"] is not None)), view
         else:
             assert last[view] != "COMPLETED" or rows[view] == "0", view  # a refresh of no rows into an empty view
-    return CanceledRefresh(last, views, stopped_views)
+    return CanceledRefresh(last, views, stopped_views, [r["state"] for r in progress])
 
 
 def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interrupted):
@@ -506,6 +507,7 @@ def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interr
     assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
     canceled = check_canceled_refresh(tables, stopped.update, "WORKFLOW_CANCELLATION")
     assert "SKIPPED" in canceled.last.values(), canceled.last
+    assert canceled.states[-2:] == ["STOPPING", "CANCELED"], canceled.states  # Databricks' state while queries stop
     # the first view completed while others ran: their writes were cancelled
     assert canceled.stopped_views, canceled.last
 
@@ -519,7 +521,7 @@ def test_a_refresh_stopped_by_ctrl_c_as_it_starts_ends_canceled_before_any_flow_
     assert f"stopping update {stopped.update} before its run" in stopped.output, stopped.output[-3000:]
     assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
     canceled = check_canceled_refresh(tables, stopped.update, "USER_ACTION")
-    assert canceled.last == {}
+    assert canceled.last == {} and "RUNNING" not in canceled.states and "STOPPING" not in canceled.states
     for view in check_canceled_refresh(tables, interrupted.canceled.update, "WORKFLOW_CANCELLATION").views:
         assert not any(stopped.update in c["tag"]
                        for c in view_commits(tables, view)), view

@@ -1,5 +1,6 @@
 package lakewatch.sdp;
 
+import java.lang.reflect.Field;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.connect.service.SessionHolder;
 import org.apache.spark.sql.connect.service.SessionHolderInfo;
@@ -12,7 +13,6 @@ import org.apache.spark.sql.pipelines.graph.StreamingFlowExecution;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$CANCELED$;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$QUEUED$;
-import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$RUNNING$;
 import org.apache.spark.sql.pipelines.graph.TriggeredGraphExecution$StreamState$TERMINATED_WITH_ERROR$;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import scala.Option;
@@ -42,7 +42,7 @@ import scala.collection.Iterator;
  * </ol>
  */
 public final class PipelineRuns {
-    /** The run has ended: no flow is queued, running or waiting for a retry. */
+    /** The run has ended: its scheduler's thread has ended (no flow will start any more), and no flow is at work. */
     public static final int ENDED = 2;
     /** The run's flows were stopped; flows may still be ending: ask again until ENDED or NO_RUN. */
     public static final int STOPPED = 1;
@@ -71,6 +71,7 @@ public final class PipelineRuns {
             if (execution.isEmpty()) {
                 return NOT_STARTED;
             }
+            ViewRefresh.stopping(run.get());
             stopFlows(execution.get());
             return ended(execution.get()) ? ENDED : STOPPED;
         }
@@ -87,6 +88,7 @@ public final class PipelineRuns {
             execution.pipelineState().replace(flow, TriggeredGraphExecution$StreamState$TERMINATED_WITH_ERROR$.MODULE$,
                 TriggeredGraphExecution$StreamState$CANCELED$.MODULE$);
         }
+        RuntimeException failure = null;  // the first flow that could not be stopped; the others are stopped still
         Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
         while (flows.hasNext()) {
             FlowExecution flow = flows.next();
@@ -94,30 +96,36 @@ public final class PipelineRuns {
                 continue;
             }
             try {
-                if (!flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
-                    execution.stopFlow(flow);  // SDP records it STOPPED (and throws if it cannot record it)
+                try {
+                    if (!flow.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
+                        execution.stopFlow(flow);  // SDP records it STOPPED (and throws if it cannot record it)
+                    }
+                } finally {
+                    if (flow instanceof StreamingFlowExecution) {
+                        stopStream((StreamingFlowExecution) flow);
+                    } else {
+                        // Again at every call: a write's job that started after the last call is cancelled too.
+                        ViewRefresh.cancel(flow, "the pipeline update was canceled");
+                    }
                 }
-            } finally {
-                if (flow instanceof StreamingFlowExecution) {
-                    stopStream((StreamingFlowExecution) flow);
-                } else {
-                    // Again at every call: a write's job that started after the last call is cancelled too.
-                    ViewRefresh.cancel(flow, "the pipeline update was canceled");
-                }
+            } catch (RuntimeException e) {
+                failure = failure == null ? e : failure;
             }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
-    /** Whether nothing of the run is left: no flow queued, running or failed (its retry pending), none at work. */
+    /**
+     * Whether nothing of the run is left: its scheduler's thread has ended, and no flow is at work. (The
+     * flows' states alone do not say it: while the scheduler starts a flow, the flow is still QUEUED, or
+     * CANCELED by a stop, and the scheduler then puts it RUNNING.)
+     */
     private static boolean ended(TriggeredGraphExecution execution) {
-        Iterator<TriggeredGraphExecution.StreamState> states = execution.pipelineState().valuesIterator();
-        while (states.hasNext()) {
-            TriggeredGraphExecution.StreamState state = states.next();
-            if (state == TriggeredGraphExecution$StreamState$QUEUED$.MODULE$
-                    || state == TriggeredGraphExecution$StreamState$RUNNING$.MODULE$
-                    || state == TriggeredGraphExecution$StreamState$TERMINATED_WITH_ERROR$.MODULE$) {
-                return false;
-            }
+        Option<Thread> scheduler = schedulerThread(execution);
+        if (scheduler.isEmpty() || scheduler.get().isAlive()) {
+            return false;
         }
         Iterator<FlowExecution> flows = execution.flowExecutions().valuesIterator();
         while (flows.hasNext()) {
@@ -126,6 +134,17 @@ public final class PipelineRuns {
             }
         }
         return true;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Option<Thread> schedulerThread(TriggeredGraphExecution execution) {
+        try {
+            Field field = TriggeredGraphExecution.class.getDeclaredField("topologicalExecutionThread");
+            field.setAccessible(true);
+            return (Option<Thread>) field.get(execution);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("SDP's TriggeredGraphExecution has no topologicalExecutionThread", e);
+        }
     }
 
     /**

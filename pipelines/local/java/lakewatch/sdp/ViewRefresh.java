@@ -1,7 +1,10 @@
 package lakewatch.sdp;
 
+import java.util.Collections;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -11,6 +14,7 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.pipelines.graph.BatchTableWrite;
 import org.apache.spark.sql.pipelines.graph.FlowExecution;
+import org.apache.spark.sql.pipelines.graph.PipelineUpdateContext;
 import org.apache.spark.sql.pipelines.graph.Table;
 
 /**
@@ -41,6 +45,15 @@ public final class ViewRefresh {
     /** Each batch flow's write under way (see {@link #cancel}). */
     private static final Map<FlowExecution, TaggedWrite> WRITES = new ConcurrentHashMap<>();
 
+    /** The pipeline runs being stopped ({@link PipelineRuns}): their flows write nothing more. */
+    private static final Set<PipelineUpdateContext> STOPPING = Collections.synchronizedSet(
+        Collections.newSetFromMap(new WeakHashMap<>()));
+
+    /** Marks {@code run} as being stopped: a batch flow of it that starts its write from now on does not write. */
+    public static void stopping(PipelineUpdateContext run) {
+        STOPPING.add(run);
+    }
+
     /**
      * Called where {@code BatchTableWrite} appends a flow's rows ({@code saveAsTable}, mode append).
      * Into a materialized view the rows replace the view's rows in one commit, columns matched by
@@ -57,8 +70,12 @@ public final class ViewRefresh {
         WRITES.put(write, new TaggedWrite(context, tag));
         context.addJobTag(tag);
         try {
+            if (STOPPING.contains(write.updateContext())) {
+                // A flow the scheduler started as its run was being stopped. Flagged stopped, SDP ends it
+                // STOPPED, as it ends a stopped flow whose write failed.
+                write.stop();
+            }
             if (write.org$apache$spark$sql$pipelines$graph$FlowExecution$$stopped().get()) {
-                // SDP then ends the flow STOPPED, as it ends a stopped flow whose write failed.
                 throw new IllegalStateException("flow " + write.identifier() + " was stopped before its write");
             }
             Table destination = write.destination();
