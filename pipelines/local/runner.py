@@ -300,12 +300,18 @@ class _Update:
             self.say_signal_notes()
             try:
                 self.spark.interruptAll()
-                if self.hard_stop and self.run_started and not self.runner.local.remote:
-                    # One more stop, now that the stop thread asks no more: a flow's write that escaped the
-                    # last one is cancelled (a write that reached its commit is read from its Delta log).
-                    sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
             except Exception:  # noqa: BLE001 (best effort while cancelling)
                 pass
+            if self.hard_stop and self.run_started and not self.runner.local.remote:
+                # One more stop, now that the stop thread asks no more: a flow's write that escaped the
+                # last one is cancelled (SDP's own STOPPED report then fails, its event stream shut by
+                # the interrupt: the writes are cancelled all the same). Then a short wait for a commit
+                # already under way, so that the views are read as the run left them.
+                try:
+                    sdp_control.stop_run(self.spark, self.runner.local.session_id, self.graph_id)
+                except Exception:  # noqa: BLE001 (see above)
+                    pass
+                sdp_control.drain_flows(self.spark, self.say, "this update", sdp_control.HARD_STOP_DRAIN_SECONDS)
         except Exception as e:  # noqa: BLE001 (every failure becomes a FAILED update)
             error, final_state = e, "FAILED"
         if any(f.status == "FAILED" for f in self.flow_status.values()) and final_state == "COMPLETED":
@@ -536,7 +542,9 @@ class _Update:
             result = self.flow_status.get(self.sdp_flow_name(name))
             status = result.status if result is not None else "not run"
             found = history[name]
-            if found.before is not None:
+            if found.wrote():  # a write is a whole refresh, whatever status the flow was last seen in
+                self.say(f"    {name}: refresh {status}, but its write landed: kept its new contents")
+            elif found.before is not None:
                 self.spark.sql(f"RESTORE TABLE {self.qualified(name)} TO VERSION AS OF {found.before}")
                 self.say(f"    {name}: refresh {status}; kept its previous contents (version {found.before})")
             elif found.read and not found.commits:

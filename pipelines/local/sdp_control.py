@@ -52,14 +52,15 @@ def await_idle_flows(spark: Any, seconds: int) -> int | None:
 
 
 DRAIN_SECONDS = 120  # the longest a stopped or interrupted run's flows still at work are waited for
+HARD_STOP_DRAIN_SECONDS = 15  # after a second signal: writes cancelled, only a commit under way is waited for
 
 
-def drain_flows(spark: Any, say: Callable[[str], None], whose: str) -> None:
-    """Waits up to DRAIN_SECONDS for SDP's flows still at work (a view's write that reached its commit,
+def drain_flows(spark: Any, say: Callable[[str], None], whose: str, seconds: int = DRAIN_SECONDS) -> None:
+    """Waits up to `seconds` for SDP's flows still at work (a view's write that reached its commit,
     or one of a run that was interrupted rather than stopped), so that what they write is there when the update is measured and closed; says
     when some still run then, or when that could not be checked. `whose`: the run, in words."""
     try:
-        running = await_idle_flows(spark, DRAIN_SECONDS)
+        running = await_idle_flows(spark, seconds)
         reason = "" if running is not None else " (the engine has no lakewatch classes)"
     except Exception as e:  # noqa: BLE001 (said; the update is closed regardless)
         running, reason = None, f" ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
@@ -67,7 +68,7 @@ def drain_flows(spark: Any, say: Callable[[str], None], whose: str) -> None:
         say(f"  whether flows of {whose} still run could not be checked{reason}; what they write may land "
             "after this update is closed")
     elif running:
-        say(f"  {running} flow(s) of {whose} still running after {DRAIN_SECONDS} s; what they write lands "
+        say(f"  {running} flow(s) of {whose} still running after {seconds} s; what they write lands "
             "after this update is closed")
 
 

@@ -52,6 +52,7 @@ class Interrupted:
     refresh: subprocess.CompletedProcess | None = None  # the refresh after it, which closed it
     canceled: "Stopped | None" = None  # a refresh after that, stopped with SIGTERM midway
     before_run: "Stopped | None" = None  # a refresh stopped with Ctrl-C as it started
+    twice: "Stopped | None" = None  # a refresh sent Ctrl-C twice: midway, then while it stopped
     escalated: "Stopped | None" = None  # a refresh sent SIGTERM, then SIGKILL while it stopped
     after_escalation: subprocess.CompletedProcess | None = None  # the next command, which closed it
 
@@ -144,16 +145,18 @@ def interrupted(spark, tmp_path_factory) -> Interrupted:
     refresh = cli.run("run", "lakewatch_observability", *conf)
     canceled = stop_a_refresh_midway(home, conf, signal.SIGTERM)
     before_run = stop_a_refresh_midway(home, conf, signal.SIGINT, at=STARTING_LINE)
+    twice = stop_a_refresh_midway(home, conf, signal.SIGINT, then=(STOPPING_STATE_LINE, signal.SIGINT))
     # A scheduler that follows SIGTERM with SIGKILL (a grace period that ran out): killed while it stops.
-    escalated = stop_a_refresh_midway(home, conf, signal.SIGTERM, kill_at=STOPPING_LINE)
+    escalated = stop_a_refresh_midway(home, conf, signal.SIGTERM, then=(STOPPING_LINE, signal.SIGKILL))
     after_escalation = cli.run("query", "SELECT 1")
     return Interrupted(LocalTables(spark, home), refused, first.pid, killed_output, committed, rerun, late, conf,
-                       killed_refresh, refresh, canceled, before_run, escalated, after_escalation)
+                       killed_refresh, refresh, canceled, before_run, twice, escalated, after_escalation)
 
 
 FLOW_LINE = re.compile(r"^\s+\d\d:\d\d:\d\d\s+(?P<flow>\w+)\s+(?P<status>[A-Z_]+)\s*$", re.M)
 STARTING_LINE = re.compile(r"starting update (?P<prefix>[0-9a-f]{8})")
 STOPPING_LINE = re.compile(r": stopping update [0-9a-f]{8}$")
+STOPPING_STATE_LINE = re.compile(r"^\s+update [0-9a-f]{8} STOPPING$")
 
 
 @dataclass
@@ -164,10 +167,10 @@ class Stopped:
 
 
 def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int, at: re.Pattern | None = None,
-                          kill_at: re.Pattern | None = None) -> Stopped:
+                          then: tuple[re.Pattern, int] | None = None) -> Stopped:
     """Starts an observability refresh and sends its runner `signum` once its first view completed (or
-    once a line matches `at`), while the engine runs its other flows; then SIGKILL once a line matches
-    `kill_at`, if given."""
+    once a line matches `at`), while the engine runs its other flows; then, if `then` is given, its
+    signal once a line matches its pattern."""
     refresh = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", "lakewatch_observability", *conf],
                                cwd=PROJECT_ROOT, env=cli_env(home), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
@@ -183,11 +186,11 @@ def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int, at: re
             break
     assert refresh.poll() is None and prefix, "".join(seen)
     os.kill(refresh.pid, signum)
-    if kill_at is not None:
+    if then is not None:
         for line in refresh.stdout:
             seen.append(line)
-            if kill_at.search(line):
-                os.kill(refresh.pid, signal.SIGKILL)
+            if then[0].search(line):
+                os.kill(refresh.pid, then[1])
                 break
     rest, _ = refresh.communicate(timeout=300)
     return Stopped(prefix, refresh.returncode, "".join(seen) + rest)
@@ -539,3 +542,17 @@ def test_a_refresh_killed_while_it_stops_is_closed_canceled_with_its_cause(inter
         closing.stdout[-3000:])
     assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
     check_canceled_refresh(tables, stopped.update, "WORKFLOW_CANCELLATION")
+
+
+def test_a_second_ctrl_c_closes_the_update_without_waiting_for_its_flows(interrupted):
+    """Ctrl-C midway, then again once the update is STOPPING: the runner stops waiting for the flows
+    being stopped, and still closes the update itself (nothing left for a recovery), CANCELED with
+    USER_ACTION, exit 130, and what it left is as `check_canceled_refresh` says: every flow ended, a
+    view COMPLETED exactly when its Delta log holds the update's write, nothing committed after
+    CANCELED."""
+    stopped, tables = interrupted.twice, interrupted.tables
+    assert stopped is not None and stopped.returncode == 128 + signal.SIGINT, stopped.output[-3000:]
+    assert f"again: closing update {stopped.update} without waiting for its flows" in stopped.output, (
+        stopped.output[-3000:])
+    assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
+    check_canceled_refresh(tables, stopped.update, "USER_ACTION")
