@@ -42,6 +42,12 @@ class Canceled(KeyboardInterrupt):
         return 128 + self.signum
 
 
+def flow_closed_as(status: str) -> str:
+    """The final status of a canceled update's flow that was last seen in `status` (not final): SKIPPED
+    when it had not started running (QUEUED, PLANNING, STARTING), else STOPPED."""
+    return "SKIPPED" if status in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
+
+
 def canceled(error: BaseException) -> Canceled:
     """A KeyboardInterrupt as `Canceled` (Python raises plain KeyboardInterrupt before `install`)."""
     return error if isinstance(error, Canceled) else Canceled(signal.SIGINT)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from pipelines import cancellation
 from pipelines.eventlog import events as E
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES, TERMINAL_UPDATE_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter, read_journal
@@ -86,9 +87,9 @@ def _stop_session(spark: Any, record: inflight.InFlightUpdate, say: Say) -> None
     the engine: `SessionHolder.close` blocked in `executionStarted`). On the local engine the run is
     stopped first as a canceled update's is, asked again until it has ended
     (`sdp_control.stop_run_until_ended`: queued flows do not start, streams stop, a view's write under
-    way has its jobs cancelled); the run then ends by itself once its flows have ended, and the release closes the session cleanly. For a record without the run's graph (the
-    runner died while registering, or an earlier lakewatch wrote it) the session's operations are
-    interrupted instead: that cancels the run's Spark jobs and ends the operation that holds the lock,
+    way has its jobs cancelled); the run then ends by itself once its flows have ended, and the
+    release closes the session cleanly. For a record without the run's graph (the runner died while
+    registering, or an earlier lakewatch wrote it) the session's operations are interrupted instead: that cancels the run's Spark jobs and ends the operation that holds the lock,
     and the close stops the scheduler (it then fails reporting queued flows SKIPPED to the interrupted
     operation's event stream: tolerated, said). Either way the recovery then waits for SDP's flow
     threads (`FlowThreads`) before it reads what the run left and before the next update starts.
@@ -222,7 +223,7 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
         status = last_status.get(flow.sdp_name)
         if status is not None and status[1] not in TERMINAL_FLOW_STATES:
             if final == "CANCELED":  # as the runner closes a canceled update's flows
-                ended_as = "SKIPPED" if status[1] in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
+                ended_as = cancellation.flow_closed_as(status[1])
                 stream.add(E.flow_progress(
                     measure.flow_origin(origin, flow), ended, ended_as,
                     message=f"Flow '{flow.name}' {'SKIPPED' if ended_as == 'SKIPPED' else 'has STOPPED'}: the update "

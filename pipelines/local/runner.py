@@ -406,10 +406,10 @@ class _Update:
     def stop_run(self) -> None:
         """Stops SDP's run of this update: its queued flows do not start and its running flows stop, as
         SDP stops them (`sdp_control.stop_run`); a materialized view's write under way has its Spark jobs
-        cancelled, so the view keeps its rows (a write that reached its commit first is kept).
-        Asks again until the run has ended (`sdp_control.stop_run_until_ended`). Where lakewatch's classes are not in
-        the engine (`--remote`), interrupts the session's operations instead: the run's jobs are
-        cancelled and its flows end as the endpoint ends them."""
+        cancelled, so the view keeps its rows (a write that reached its commit first is kept). Asks
+        again until the run has ended (`sdp_control.stop_run_until_ended`). Where lakewatch's classes
+        are not in the engine (`--remote`), interrupts the session's operations instead: the run's jobs
+        are cancelled and its flows end as the endpoint ends them."""
         assert self.cancellation is not None
         self.save_cancellation()  # first: a scheduler may follow SIGTERM with SIGKILL
         self.say(f"  {self.cancellation.why}: stopping update {self.update_id[:8]}")
@@ -507,7 +507,7 @@ class _Update:
             if result.status in (*TERMINAL_FLOW_STATES, "IDLE") and not (result.status == "STOPPED" and view is not None):
                 continue
             flow = short_name(name)
-            status = "SKIPPED" if result.status in ("QUEUED", "PLANNING", "STARTING") else "STOPPED"
+            status = cancellation.flow_closed_as(result.status)
             # A view's flow that started may have reached its commit before the stop (or its jobs'
             # cancel): its COMPLETED event can come after the run closed its event stream, or never
             # reach the runner after a second signal. Its Delta log says whether the write is there.

@@ -57,8 +57,9 @@ HARD_STOP_DRAIN_SECONDS = 15  # after a second signal: writes cancelled, only a 
 
 def drain_flows(spark: Any, say: Callable[[str], None], whose: str, seconds: int = DRAIN_SECONDS) -> None:
     """Waits up to `seconds` for SDP's flows still at work (a view's write that reached its commit,
-    or one of a run that was interrupted rather than stopped), so that what they write is there when the update is measured and closed; says
-    when some still run then, or when that could not be checked. `whose`: the run, in words."""
+    or one of a run that was interrupted rather than stopped), so that what they write is there when
+    the update is measured and closed; says when some still run then, or when that could not be
+    checked. `whose`: the run, in words."""
     try:
         running = await_idle_flows(spark, seconds)
         reason = "" if running is not None else " (the engine has no lakewatch classes)"
