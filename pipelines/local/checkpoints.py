@@ -99,6 +99,13 @@ def committed_batches(checkpoint: Path) -> dict[int, datetime]:
     }
 
 
+def uncommitted_batches(checkpoint: Path) -> list[int]:
+    """Micro-batches the stream planned (an offsets entry) after its last committed one: a stream
+    stopped or killed mid-batch leaves one, which its next run executes again."""
+    last = max(_numbered(checkpoint / "commits"), default=-1)
+    return sorted(b for b in _numbered(checkpoint / "offsets") if b > last)
+
+
 def batch_timestamps(checkpoint: Path) -> dict[int, datetime]:
     """Batch id -> the batch's start time (`batchTimestampMs` of its offsets entry, UTC)."""
     result = {}

@@ -291,3 +291,55 @@ def rows_per_batch_in_log(table_dir: Path, checkpoint: Path, batches: Iterable[i
         seen.add(_add_batch_metric(found, info.get("operationParameters"), info.get("operationMetrics"),
                                    qid, wanted, metric))
     return found if wanted <= seen else None
+
+
+@dataclass(frozen=True)
+class BatchCommit:
+    """A micro-batch's Delta commit to its target: what it appended (None: not recorded), and when."""
+
+    rows: int | None
+    bytes: int | None
+    at: datetime
+
+
+CUT_BATCH_COMMITS = 100  # the newest commits of the target read for a cut micro-batch's own
+
+
+def cut_batches(spark: Any, table: str, checkpoint: Path, update_id: str,
+                table_dir: Path | None = None) -> dict[int, BatchCommit]:
+    """Micro-batches of the checkpoint's query that `update_id` committed to `table` while the
+    checkpoint does not hold them committed: the stream stopped between its two commits.
+
+    Structured Streaming commits a micro-batch to its sink first and to the checkpoint's commit log
+    after. A stop (Ctrl-C, SIGTERM, the recovery of a killed runner) or a crash between the two leaves
+    the batch's rows in the table, no progress event for it, and the batch uncommitted in the
+    checkpoint. The next run executes the batch again and Delta skips its write (the query id and the
+    batch are in the table's transactions), so that update reports 0 rows for it. The rows are this
+    update's, and only the Delta commit says how many: found by its `queryId` and `epochId`, and by
+    the update's `userMetadata`, so a batch is never claimed by an update that did not write it. Read
+    from the table's Delta log on this machine when `table_dir` holds commits of the query, else from
+    Spark's DESCRIBE HISTORY."""
+    planned = set(C.uncommitted_batches(checkpoint))
+    qid = query_id(checkpoint)
+    if not planned or qid is None:
+        return {}
+    commits = log_commits(table_dir, CUT_BATCH_COMMITS) if table_dir is not None else None
+    if commits is not None and any((info.get("operationParameters") or {}).get("queryId") == qid
+                                   for _, _, info in commits):
+        entries = [(at, info.get("operationParameters"), info.get("operationMetrics"), info.get("userMetadata"))
+                   for _, at, info in commits]
+    else:  # no folder here, or one without this query's commits (maybe another table's): ask Spark
+        rows = spark.sql(f"DESCRIBE HISTORY {table} LIMIT {CUT_BATCH_COMMITS}").select(
+            "timestamp", "operationParameters", "operationMetrics", "userMetadata").collect()
+        # collect() returns naive local time; make it an aware UTC time.
+        entries = [(r["timestamp"].astimezone(timezone.utc), r["operationParameters"], r["operationMetrics"],
+                    r["userMetadata"]) for r in rows]
+    tag, found = commit_tag(update_id), {}
+    for at, params, metrics, written_by in entries:
+        params, metrics = params or {}, metrics or {}
+        if written_by != tag or params.get("queryId") != qid or params.get("epochId") is None:
+            continue
+        if int(params["epochId"]) in planned:
+            found[int(params["epochId"])] = BatchCommit(metric_of(metrics, "numOutputRows"),
+                                                        metric_of(metrics, "numOutputBytes"), at)
+    return found

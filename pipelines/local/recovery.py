@@ -211,7 +211,7 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
 
     if record.registered:
         for flow in record.flows:
-            last_seen += _record_missing_batches(spark, flow, origin, logged_batches, stream, notes)
+            last_seen += _record_missing_batches(spark, home, flow, origin, logged_batches, stream, notes)
         completed, times = _settle_views(spark, home, record, origin, last_status, measured, stream, notes, say)
         last_seen += times
         for flow_name in completed:
@@ -251,7 +251,8 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
         f"CANCELED ({record.cancellation_cause})" if final == "CANCELED" else f"FAILED ({INTERRUPTED_ERROR})"))
 
 
-def _record_missing_batches(spark: Any, flow: inflight.FlowRecord, origin: E.Origin, logged: set[tuple[str, int]],
+def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowRecord, origin: E.Origin,
+                            logged: set[tuple[str, int]],
                             stream: EventLogStream, notes: list) -> list[datetime]:
     """METRICS events for the flow's batches that committed in the update but were never logged."""
     if not flow.measured:
@@ -263,13 +264,22 @@ def _record_missing_batches(spark: Any, flow: inflight.FlowRecord, origin: E.Ori
     same = flow.checkpoint_before == str(checkpoint)
     new = {b: t for b, t in commits.items() if not same or b > flow.batch_before}
     missing = sorted(b for b in new if (flow.sdp_name, b) not in logged)
-    if missing and flow.target_table:
+    rows: dict[int, int | None] = {}
+    if flow.target_table:
         try:
-            rows = measure.rows_per_batch(spark, flow.target_table, checkpoint, missing)
+            # A batch the stream committed to the table but not to its checkpoint (stopped between the
+            # two): written by this update, and only its Delta commit says so (measure.cut_batches).
+            cut = {batch: commit for batch, commit in measure.cut_batches(
+                spark, flow.target_table, checkpoint, origin.update_id,
+                measure.local_table_dir(home.warehouse, flow.target_table)).items() if (flow.sdp_name, batch) not in logged}
+            rows |= {batch: commit.rows for batch, commit in cut.items()}
+            new |= {batch: commit.at for batch, commit in cut.items()}
+            missing += sorted(cut)
+            rows |= measure.rows_per_batch(spark, flow.target_table, checkpoint, [b for b in missing if b not in rows])
         except Exception as e:  # noqa: BLE001 (then the rows are not known: NULL with a warning)
-            rows = {}
             notes.append(("rows written", f"Delta history of {flow.target_table} not readable: "
                           f"{' '.join(str(e).split())[:200]}", flow))
+    if missing:
         for batch in missing:
             stream.add(E.flow_metrics(measure.flow_origin(origin, flow, batch), new[batch], num_output_rows=rows.get(batch)))
         notes.append(("expectation counts",

@@ -190,6 +190,7 @@ class _Update:
         self.gate = CompletionGate(self.is_streaming_flow)
         self.events_lock = threading.RLock()  # SDP's events and the query listener's both apply events
         self.committed_before: set[tuple[str, str, int]] = set()
+        self.cut: dict[str, dict[int, measure.BatchCommit]] = {}  # flow -> its micro-batches a stop cut (add_cut_batches)
         self.printed_running = False
         self.run_status: SdpEvent | None = None  # SDP's last "Run is ..." event
         self.cancellation: cancellation.Canceled | None = None  # Ctrl-C or SIGTERM while the update ran
@@ -769,6 +770,7 @@ class _Update:
                 *([("flows the stop ended", self.close_stopped_flows)] if final_state == "CANCELED" else []),
                 ("materialized views kept", self.keep_unrefreshed_views),
                 ("dataset and flow definitions", self.write_definitions),
+                ("micro-batches cut by the stop", self.add_cut_batches),
                 ("rows written per flow", self.tally_streaming_rows),
                 ("bytes written per flow", self.add_streaming_bytes),
                 ("flows that ran no micro-batch", self.add_idle_flow_metrics),
@@ -961,6 +963,31 @@ class _Update:
         del row[PENDING_ERROR]
         return True
 
+    def add_cut_batches(self) -> None:
+        """A micro-batch whose rows reached its table while the stop (or a failure) came before the
+        stream recorded it in its checkpoint has no progress event (`measure.cut_batches`): a METRICS
+        event each, with the rows of its Delta commit; its expectation counts were not measured (a WARN
+        event says so), and the next update, which runs the batch again, writes none of its rows."""
+        if self.collector is None:  # the pipeline never started (registration failed): no flow ran
+            return
+        reported = {(short_name(b.flow), b.batch_id) for b in self.collector.snapshot()}
+        for flow in adapter.LOCAL_GRAPH.measured_flows:
+            record, checkpoint = self.flow_records.get(flow), self.checkpoint(flow)
+            if record is None or not record.target_table or checkpoint is None:
+                continue
+            cut = {batch: commit for batch, commit in measure.cut_batches(
+                self.spark, record.target_table, checkpoint, self.update_id,
+                self.local_table_dir(record.target_table, record.target if record.is_sink else None)).items()
+                if (flow, batch) not in reported}
+            if not cut:
+                continue
+            self.cut[flow] = cut
+            for batch, commit in sorted(cut.items()):
+                self.add(E.flow_metrics(self.flow_origin(flow, batch), commit.at, num_output_rows=commit.rows))
+            self.warn("expectation counts", f"micro-batch(es) {', '.join(map(str, sorted(cut)))} of {flow} wrote "
+                      "their rows before the stream could record them in its checkpoint (it was stopped between "
+                      "the two); their rows come from the table's Delta commits", flow)
+
     def tally_streaming_rows(self) -> None:
         """Rows each streaming flow wrote in the update (for the summary; 0 when it committed nothing)."""
         if self.collector is None:  # the pipeline never started (registration failed): no flow ran
@@ -971,6 +998,11 @@ class _Update:
             result = self.flow_status.get(self.sdp_flow_name(flow))
             if result is not None and written is not None:
                 result.rows_written = (result.rows_written or 0) + int(written)
+        for flow, cut in self.cut.items():
+            result = self.flow_status.get(self.sdp_flow_name(flow))
+            rows = [commit.rows for commit in cut.values()]
+            if result is not None and None not in rows:
+                result.rows_written = (result.rows_written or 0) + sum(r for r in rows if r is not None)
         for flow in adapter.LOCAL_GRAPH.measured_flows:
             result = self.flow_status.get(self.sdp_flow_name(flow))
             if result is not None and result.status == "COMPLETED" and result.rows_written is None:
@@ -994,6 +1026,9 @@ class _Update:
             if written != 0:
                 batches[flow].append(batch.batch_id)
             ended[flow] = max(ended.get(flow, batch.ended_at), batch.ended_at)
+        for flow, cut in self.cut.items():  # their bytes are in their Delta commits as the others'
+            batches.setdefault(flow, []).extend(b for b, commit in cut.items() if commit.rows != 0)
+            ended[flow] = max([*([ended[flow]] if flow in ended else []), *(c.at for c in cut.values())])
         measured = [f for f in batches if f in adapter.LOCAL_GRAPH.measured_flows
                     and self.flow_records.get(f) is not None and self.flow_records[f].target_table
                     and self.checkpoint(f) is not None]
@@ -1023,6 +1058,7 @@ class _Update:
             return
         completed = {flow for flow in adapter.LOCAL_GRAPH.measured_flows if self.checkpoint(flow) is not None
                      and getattr(self.flow_status.get(self.sdp_flow_name(flow)), "status", None) == "COMPLETED"}
+        completed -= set(self.cut)  # a batch of theirs reached the table (add_cut_batches)
         for flow in idle_flows(completed, self.collector.snapshot(), self.committed_now() - self.committed_before):
             result = self.flow_status[self.sdp_flow_name(flow)]
             self.add(E.flow_metrics(self.flow_origin(flow), result.ended_at or now(),

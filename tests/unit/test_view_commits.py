@@ -119,3 +119,43 @@ def test_what_an_update_wrote_is_its_writes_metric_zero_without_a_write_and_unkn
     unmeasured = measure.update_commits(spark, table, "u4")
     assert unmeasured.wrote() and unmeasured.written("numOutputRows") is None
     assert measure.UpdateCommits([], None, read=False).written("numOutputRows") is None
+
+
+def test_a_batch_whose_stream_stopped_between_its_two_commits_is_the_updates_with_its_delta_rows(spark, tmp_path):
+    """A stream commits a micro-batch to its Delta sink, then to its checkpoint's commit log. Cut between
+    the two (the checkpoint's last commit entry removed: what a stop or a kill at that instant leaves), the
+    batch's rows are in the table and the batch is uncommitted in the checkpoint. `cut_batches` gives it
+    to the update that wrote it, with the lines of the file it read (the test's own count) and what
+    Delta's history says; to no other update; and no longer once a later run committed the batch. The
+    premise, by Spark itself: that later run executes the batch again and Delta skips its write."""
+    landing, table_dir, checkpoint = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoint"
+    landing.mkdir()
+    lines = [2, 3, 4]
+    for i, n in enumerate(lines):
+        (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{k}\n" for k in range(n)))
+        os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads oldest first
+    spark.conf.set(USER_METADATA, measure.commit_tag("u1"))
+    try:
+        stream_batches(spark, landing, table_dir, checkpoint)
+    finally:
+        spark.conf.unset(USER_METADATA)
+    table = f"delta.`{table_dir}`"
+    assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}  # every batch committed
+    for name in ("2", ".2.crc"):  # the stream's commit log entry of batch 2 (and Hadoop's checksum of it)
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+
+    cut = measure.cut_batches(spark, table, checkpoint, "u1", table_dir)
+    assert list(cut) == [2] and cut[2].rows == lines[2] and cut[2].bytes and cut[2].bytes > 0
+    history = spark.sql(f"DESCRIBE HISTORY {table}").where("operationParameters.epochId = '2'").collect()
+    assert len(history) == 1 and cut[2].at == history[0]["timestamp"].astimezone(cut[2].at.tzinfo)
+    assert measure.cut_batches(spark, table, checkpoint, "u1") == cut  # the same from Spark's history
+    assert measure.cut_batches(spark, table, checkpoint, "u2", table_dir) == {}  # written by u1 only
+
+    spark.conf.set(USER_METADATA, measure.commit_tag("u2"))
+    try:
+        stream_batches(spark, landing, table_dir, checkpoint)  # runs batch 2 again
+    finally:
+        spark.conf.unset(USER_METADATA)
+    assert (checkpoint / "commits" / "2").exists()
+    assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)  # Delta skipped the write
+    assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}
