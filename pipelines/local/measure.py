@@ -113,9 +113,12 @@ def query_id(checkpoint: Path) -> str | None:
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
+COMMIT_TAG_PREFIX = "lakewatch update "
+
+
 def commit_tag(update_id: str) -> str:
     """The `userMetadata` of every Delta commit the update makes (DESCRIBE HISTORY shows it)."""
-    return f"lakewatch update {update_id}"
+    return f"{COMMIT_TAG_PREFIX}{update_id}"
 
 
 @dataclass(frozen=True)
@@ -237,14 +240,20 @@ def metric_of(metrics: Mapping[str, str], metric: str) -> int | None:
 
 
 def _add_batch_metric(found: dict[int, int], params: Mapping[str, str] | None, metrics: Mapping[str, str] | None,
-                      qid: str, wanted: set[int], metric: str) -> int | None:
+                      qid: str, wanted: set[int], metric: str, written_by: str | None = None,
+                      update_id: str | None = None) -> int | None:
     """Adds one commit's `metric` to its micro-batch when the commit is one of `wanted` of query `qid`;
-    returns the commit's micro-batch (None: not a commit of that query)."""
+    returns the commit's micro-batch (None: not a commit of that query). With `update_id`, a commit
+    another lakewatch update made (its `userMetadata`, `written_by`) adds 0: that update's run of the
+    batch wrote it, and this update's run of it again (the stream's checkpoint lagged behind the table)
+    wrote nothing, as Delta skips a batch it already holds."""
     params = params or {}
     if params.get("queryId") != qid or params.get("epochId") is None:
         return None
     batch = int(params["epochId"])
-    value = metric_of(metrics or {}, metric)
+    someone_else = (update_id is not None and written_by is not None and written_by.startswith(COMMIT_TAG_PREFIX)
+                    and written_by != commit_tag(update_id))
+    value = 0 if someone_else else metric_of(metrics or {}, metric)
     if batch in wanted and value is not None:
         found[batch] = found.get(batch, 0) + value
     return batch
@@ -252,13 +261,14 @@ def _add_batch_metric(found: dict[int, int], params: Mapping[str, str] | None, m
 
 def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[int],
                    metric: str = "numOutputRows", last_commits: int | None = None,
-                   table_dir: Path | None = None) -> dict[int, int]:
+                   table_dir: Path | None = None, update_id: str | None = None) -> dict[int, int]:
     """Rows (or another Delta operation metric, such as `numOutputBytes`) each of `batches` appended to
     `table`, from the Delta commits the streaming query of `checkpoint` made (Delta records the query
     id and batch as `epochId`); `last_commits` reads only the table's newest commits. With `table_dir`
-    (the table's folder on this machine) read from its Delta log when that holds every batch."""
+    (the table's folder on this machine) read from its Delta log when that holds every batch. With
+    `update_id`, only what that update wrote (see `_add_batch_metric`)."""
     if table_dir is not None:
-        in_log = rows_per_batch_in_log(table_dir, checkpoint, batches, metric, last_commits)
+        in_log = rows_per_batch_in_log(table_dir, checkpoint, batches, metric, last_commits, update_id)
         if in_log is not None:
             return in_log
     wanted = {int(b) for b in batches}
@@ -266,15 +276,18 @@ def rows_per_batch(spark: Any, table: str, checkpoint: Path, batches: Iterable[i
     if not wanted or qid is None:
         return {}
     limit = f" LIMIT {int(last_commits)}" if last_commits else ""
-    rows = spark.sql(f"DESCRIBE HISTORY {table}{limit}").select("operationParameters", "operationMetrics").collect()
+    rows = spark.sql(f"DESCRIBE HISTORY {table}{limit}").select(
+        "operationParameters", "operationMetrics", "userMetadata").collect()
     found: dict[int, int] = {}
     for row in rows:
-        _add_batch_metric(found, row["operationParameters"], row["operationMetrics"], qid, wanted, metric)
+        _add_batch_metric(found, row["operationParameters"], row["operationMetrics"], qid, wanted, metric,
+                          row["userMetadata"], update_id)
     return found
 
 
 def rows_per_batch_in_log(table_dir: Path, checkpoint: Path, batches: Iterable[int],
-                          metric: str = "numOutputRows", last_commits: int | None = None) -> dict[int, int] | None:
+                          metric: str = "numOutputRows", last_commits: int | None = None,
+                          update_id: str | None = None) -> dict[int, int] | None:
     """`rows_per_batch` read from the table's Delta log on this machine (`log_commits`) instead of
     through Spark. None unless every one of `batches` has a commit there: then ask Spark (a table
     elsewhere, or a batch older than the commits read)."""
@@ -289,7 +302,7 @@ def rows_per_batch_in_log(table_dir: Path, checkpoint: Path, batches: Iterable[i
     seen: set[int | None] = set()
     for _, _, info in commits:
         seen.add(_add_batch_metric(found, info.get("operationParameters"), info.get("operationMetrics"),
-                                   qid, wanted, metric))
+                                   qid, wanted, metric, info.get("userMetadata"), update_id))
     return found if wanted <= seen else None
 
 

@@ -211,7 +211,8 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
 
     if record.registered:
         for flow in record.flows:
-            last_seen += _record_missing_batches(spark, home, flow, origin, logged_batches, stream, notes)
+            last_seen += _record_missing_batches(spark, home, flow, origin, logged_batches, stream, notes,
+                                                 remote=record.remote_url is not None)
         completed, times = _settle_views(spark, home, record, origin, last_status, measured, stream, notes, say)
         last_seen += times
         for flow_name in completed:
@@ -252,8 +253,8 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
 
 
 def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowRecord, origin: E.Origin,
-                            logged: set[tuple[str, int]],
-                            stream: EventLogStream, notes: list) -> list[datetime]:
+                            logged: set[tuple[str, int]], stream: EventLogStream, notes: list,
+                            remote: bool = False) -> list[datetime]:
     """METRICS events for the flow's batches that committed in the update but were never logged."""
     if not flow.measured:
         return []
@@ -266,19 +267,30 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
     missing = sorted(b for b in new if (flow.sdp_name, b) not in logged)
     rows: dict[int, int | None] = {}
     if flow.target_table:
+        # Read from the table's Delta log where it is on this machine (not a sink's: at its own path).
+        table_dir = None if remote or flow.is_sink else measure.local_table_dir(home.warehouse, flow.target_table)
         try:
             # A batch the stream committed to the table but not to its checkpoint (stopped between the
             # two): written by this update, and only its Delta commit says so (measure.cut_batches).
             cut = {batch: commit for batch, commit in measure.cut_batches(
-                spark, flow.target_table, checkpoint, origin.update_id,
-                measure.local_table_dir(home.warehouse, flow.target_table)).items() if (flow.sdp_name, batch) not in logged}
-            rows |= {batch: commit.rows for batch, commit in cut.items()}
-            new |= {batch: commit.at for batch, commit in cut.items()}
-            missing += sorted(cut)
-            rows |= measure.rows_per_batch(spark, flow.target_table, checkpoint, [b for b in missing if b not in rows])
+                spark, flow.target_table, checkpoint, origin.update_id, table_dir).items()
+                if (flow.sdp_name, batch) not in logged}
+        except Exception as e:  # noqa: BLE001 (said; the batches the checkpoint holds are still counted)
+            cut = {}
+            notes.append(("rows written", f"micro-batches cut by the interruption not looked up, Delta history of "
+                          f"{flow.target_table} not readable: {' '.join(str(e).split())[:200]}", flow))
+        rows |= {batch: commit.rows for batch, commit in cut.items()}
+        new |= {batch: commit.at for batch, commit in cut.items()}
+        missing += sorted(cut)
+        unread = [b for b in missing if b not in rows]
+        try:
+            # By this update's commits only: a batch it ran again after a cut wrote nothing (Delta skipped it).
+            rows |= measure.rows_per_batch(spark, flow.target_table, checkpoint, unread, table_dir=table_dir,
+                                           update_id=origin.update_id)
         except Exception as e:  # noqa: BLE001 (then the rows are not known: NULL with a warning)
-            notes.append(("rows written", f"Delta history of {flow.target_table} not readable: "
-                          f"{' '.join(str(e).split())[:200]}", flow))
+            if unread:
+                notes.append(("rows written", f"Delta history of {flow.target_table} not readable: "
+                              f"{' '.join(str(e).split())[:200]}", flow))
     if missing:
         for batch in missing:
             stream.add(E.flow_metrics(measure.flow_origin(origin, flow, batch), new[batch], num_output_rows=rows.get(batch)))

@@ -975,10 +975,14 @@ class _Update:
             record, checkpoint = self.flow_records.get(flow), self.checkpoint(flow)
             if record is None or not record.target_table or checkpoint is None:
                 continue
-            cut = {batch: commit for batch, commit in measure.cut_batches(
-                self.spark, record.target_table, checkpoint, self.update_id,
-                self.local_table_dir(record.target_table, record.target if record.is_sink else None)).items()
-                if (flow, batch) not in reported}
+            try:
+                cut = {batch: commit for batch, commit in measure.cut_batches(
+                    self.spark, record.target_table, checkpoint, self.update_id,
+                    self.local_table_dir(record.target_table, record.target if record.is_sink else None)).items()
+                    if (flow, batch) not in reported}
+            except Exception as e:  # noqa: BLE001 (one flow's lookup failing must not skip the others)
+                self.warn("micro-batches cut by the stop", _one_line(_error_text(e)), flow)
+                continue
             if not cut:
                 continue
             self.cut[flow] = cut
@@ -1001,8 +1005,9 @@ class _Update:
         for flow, cut in self.cut.items():
             result = self.flow_status.get(self.sdp_flow_name(flow))
             rows = [commit.rows for commit in cut.values()]
-            if result is not None and None not in rows:
-                result.rows_written = (result.rows_written or 0) + sum(r for r in rows if r is not None)
+            if result is not None:  # a cut batch without a row count makes the flow's count unknown
+                result.rows_written = None if None in rows else (result.rows_written or 0) + sum(
+                    r for r in rows if r is not None)
         for flow in adapter.LOCAL_GRAPH.measured_flows:
             result = self.flow_status.get(self.sdp_flow_name(flow))
             if result is not None and result.status == "COMPLETED" and result.rows_written is None:
@@ -1026,8 +1031,8 @@ class _Update:
             if written != 0:
                 batches[flow].append(batch.batch_id)
             ended[flow] = max(ended.get(flow, batch.ended_at), batch.ended_at)
-        for flow, cut in self.cut.items():  # their bytes are in their Delta commits as the others'
-            batches.setdefault(flow, []).extend(b for b, commit in cut.items() if commit.rows != 0)
+        for flow, cut in self.cut.items():  # measured by add_cut_batches from their own commits
+            batches.setdefault(flow, [])
             ended[flow] = max([*([ended[flow]] if flow in ended else []), *(c.at for c in cut.values())])
         measured = [f for f in batches if f in adapter.LOCAL_GRAPH.measured_flows
                     and self.flow_records.get(f) is not None and self.flow_records[f].target_table
@@ -1040,14 +1045,16 @@ class _Update:
             return measure.rows_per_batch(
                 self.spark, record.target_table, checkpoint, batches[flow], "numOutputBytes",
                 last_commits=2 * len(batches[flow]) + 10,
-                table_dir=self.local_table_dir(record.target_table, record.target if record.is_sink else None))
+                table_dir=self.local_table_dir(record.target_table, record.target if record.is_sink else None),
+                update_id=self.update_id)
 
         found = _in_parallel(bytes_of, measured)
         for flow in measured:
             per_batch = found[flow]
-            if all(b in per_batch for b in batches[flow]):
-                self.add(E.flow_metrics(self.flow_origin(flow), ended[flow],
-                                        num_output_bytes=sum(per_batch[b] for b in batches[flow])))
+            cut = [commit.bytes for commit in self.cut.get(flow, {}).values()]
+            if all(b in per_batch for b in batches[flow]) and None not in cut:
+                self.add(E.flow_metrics(self.flow_origin(flow), ended[flow], num_output_bytes=sum(
+                    per_batch[b] for b in batches[flow]) + sum(c for c in cut if c is not None)))
 
     def add_idle_flow_metrics(self) -> None:
         """A streaming flow that completed without a micro-batch (nothing new upstream) wrote 0 rows and

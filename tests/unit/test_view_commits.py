@@ -127,7 +127,8 @@ def test_a_batch_whose_stream_stopped_between_its_two_commits_is_the_updates_wit
     batch's rows are in the table and the batch is uncommitted in the checkpoint. `cut_batches` gives it
     to the update that wrote it, with the lines of the file it read (the test's own count) and what
     Delta's history says; to no other update; and no longer once a later run committed the batch. The
-    premise, by Spark itself: that later run executes the batch again and Delta skips its write."""
+    premise, by Spark itself: that later run executes the batch again and Delta skips its write, so
+    the rows of the batch by update are the first update's, and none for the later one."""
     landing, table_dir, checkpoint = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoint"
     landing.mkdir()
     lines = [2, 3, 4]
@@ -159,3 +160,7 @@ def test_a_batch_whose_stream_stopped_between_its_two_commits_is_the_updates_wit
     assert (checkpoint / "commits" / "2").exists()
     assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)  # Delta skipped the write
     assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}
+    # What each update's run of batch 2 wrote: u1's run all of its rows, u2's run (Delta skipped it) none.
+    for update_id, rows in (("u1", lines[2]), ("u2", 0)):
+        assert measure.rows_per_batch_in_log(table_dir, checkpoint, [2], update_id=update_id) == {2: rows}
+        assert measure.rows_per_batch(spark, table, checkpoint, [2], update_id=update_id) == {2: rows}
