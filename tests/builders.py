@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 
 from pipelines.config import Column, TableSpec
 from pipelines.expectations import Expectation
+from pipelines.local import measure
 
 ORDERS_COLUMNS = (
     Column("order_id", "BIGINT"),
@@ -62,3 +65,33 @@ class CapturingRegistry(GraphElementRegistry):
 
     def register_sql(self, sql_text, file_path) -> None:  # pragma: no cover
         raise AssertionError("unexpected")
+
+
+# -- streams into Delta, as an ingest flow writes them --------------------------------------------
+USER_METADATA = measure.USER_METADATA_CONF
+
+
+def stream_batches(spark, landing: Path, table_dir: Path, checkpoint: Path) -> None:
+    """One availableNow run of a streaming query that appends `landing`'s text files to a Delta
+    table, one file per micro-batch (as an ingest flow commits them)."""
+    query = (spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(landing))
+             .writeStream.format("delta").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start(str(table_dir)))
+    query.awaitTermination()
+
+
+def tagged_stream_batches(spark, landing: Path, table_dir: Path, checkpoint: Path, update_id: str) -> None:
+    """`stream_batches` as an update's flow: its commits tagged with the update, as the runner tags them."""
+    spark.conf.set(USER_METADATA, measure.commit_tag(update_id))
+    try:
+        stream_batches(spark, landing, table_dir, checkpoint)
+    finally:
+        spark.conf.unset(USER_METADATA)
+
+
+def landing_files(landing: Path, lines: list[int]) -> None:
+    """Text files `part-<i>.txt` of `lines[i]` lines each, modified in that order (Spark reads oldest first)."""
+    landing.mkdir(exist_ok=True)
+    for i, n in enumerate(lines):
+        (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{k}\n" for k in range(n)))
+        os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))

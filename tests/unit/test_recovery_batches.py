@@ -5,26 +5,16 @@ the table holds; each batch's rows are counted once, by the update whose run wro
 from __future__ import annotations
 
 import itertools
-import os
 from pathlib import Path
 
 from pipelines.eventlog import events as E
 from pipelines.eventlog.writer import EventLogStream, EventLogWriter
-from pipelines.local import measure
 from pipelines.local.home import LocalHome
 from pipelines.local.inflight import FlowRecord
 from pipelines.local.recovery import _record_missing_batches
-from tests.unit.test_view_commits import USER_METADATA, stream_batches
+from tests.builders import landing_files, tagged_stream_batches
 
 FLOW = "spark_catalog.lakewatch.lines_bronze"
-
-
-def run_stream(spark, landing: Path, table_dir: Path, checkpoint: Path, update_id: str) -> None:
-    spark.conf.set(USER_METADATA, measure.commit_tag(update_id))
-    try:
-        stream_batches(spark, landing, table_dir, checkpoint)
-    finally:
-        spark.conf.unset(USER_METADATA)
 
 
 def recovered_rows(spark, tmp_path: Path, flow: FlowRecord, update_id: str, logged: set[int]) -> dict[int, int | None]:
@@ -46,23 +36,20 @@ def recovered_rows(spark, tmp_path: Path, flow: FlowRecord, update_id: str, logg
 
 def test_a_cut_batch_is_counted_once_by_the_update_that_wrote_it_and_never_by_the_one_that_ran_it_again(spark, tmp_path):
     landing, table_dir, root = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoints"
-    landing.mkdir()
     lines = [2, 3, 4]
-    for i, n in enumerate(lines):
-        (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{k}\n" for k in range(n)))
-        os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads oldest first
+    landing_files(landing, lines)
     checkpoint = root / "0"
     flow = FlowRecord(name="lines_bronze", sdp_name=FLOW, target="lines_bronze", is_sink=False, measured=True,
                       checkpoint_root=str(root), target_table=f"delta.`{table_dir}`")
     # u1 ran batches 0-2; its runner reported batch 0, then was killed as batch 2 had reached the table
     # but not the checkpoint's commit log.
-    run_stream(spark, landing, table_dir, checkpoint, "u1")
+    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u1")
     for name in ("2", ".2.crc"):
         (checkpoint / "commits" / name).unlink(missing_ok=True)
     assert recovered_rows(spark, tmp_path, flow, "u1", logged={0}) == {1: lines[1], 2: lines[2]}
 
     # u2 ran batch 2 again (Delta skipped its write) and was killed before it reported it.
-    run_stream(spark, landing, table_dir, checkpoint, "u2")
+    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u2")
     assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)
     u2 = FlowRecord(**{**flow.__dict__, "checkpoint_before": str(checkpoint), "batch_before": 1})
     assert recovered_rows(spark, tmp_path, u2, "u2", logged=set()) == {2: 0}

@@ -3,14 +3,11 @@ Delta's own DESCRIBE HISTORY of the same table (what `measure.update_commits` as
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pipelines.local import measure
 from pipelines.local.checkpoints import to_local_path
-
-USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-
+from tests.builders import USER_METADATA, landing_files, stream_batches, tagged_stream_batches
 
 def commit(spark, sql: str, update_id: str | None) -> None:
     """Runs `sql` as a commit of `update_id` (tagged as the runner tags its session), or untagged."""
@@ -49,21 +46,9 @@ def test_without_a_commit_of_the_update_or_a_log_it_asks_spark(spark, tmp_path):
     assert measure.update_commits_in_log(Path(path), "u1") is None
 
 
-def stream_batches(spark, landing: Path, table_dir: Path, checkpoint: Path) -> None:
-    """One availableNow run of a streaming query that appends `landing`'s text files to a Delta
-    table, one file per micro-batch (as an ingest flow commits them)."""
-    query = (spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(landing))
-             .writeStream.format("delta").option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start(str(table_dir)))
-    query.awaitTermination()
-
-
 def test_a_streaming_querys_batches_from_the_log_are_what_describe_history_gives(spark, tmp_path):
     landing, table_dir, checkpoint = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoint"
-    landing.mkdir()
-    for i, lines in enumerate([3, 5]):
-        (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{n}\n" for n in range(lines)))
-        os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads oldest first
+    landing_files(landing, [3, 5])
     stream_batches(spark, landing, table_dir, checkpoint)
     commit(spark, f"INSERT INTO delta.`{table_dir}` VALUES ('not a batch')", "u1")  # another writer between
     (landing / "part-2.txt").write_text("row 2.0\n")
@@ -130,16 +115,9 @@ def test_a_batch_whose_stream_stopped_between_its_two_commits_is_the_updates_wit
     premise, by Spark itself: that later run executes the batch again and Delta skips its write, so
     the rows of the batch by update are the first update's, and none for the later one."""
     landing, table_dir, checkpoint = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoint"
-    landing.mkdir()
     lines = [2, 3, 4]
-    for i, n in enumerate(lines):
-        (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{k}\n" for k in range(n)))
-        os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads oldest first
-    spark.conf.set(USER_METADATA, measure.commit_tag("u1"))
-    try:
-        stream_batches(spark, landing, table_dir, checkpoint)
-    finally:
-        spark.conf.unset(USER_METADATA)
+    landing_files(landing, lines)
+    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u1")
     table = f"delta.`{table_dir}`"
     assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}  # every batch committed
     for name in ("2", ".2.crc"):  # the stream's commit log entry of batch 2 (and Hadoop's checksum of it)
@@ -152,11 +130,7 @@ def test_a_batch_whose_stream_stopped_between_its_two_commits_is_the_updates_wit
     assert measure.cut_batches(spark, table, checkpoint, "u1") == cut  # the same from Spark's history
     assert measure.cut_batches(spark, table, checkpoint, "u2", table_dir) == {}  # written by u1 only
 
-    spark.conf.set(USER_METADATA, measure.commit_tag("u2"))
-    try:
-        stream_batches(spark, landing, table_dir, checkpoint)  # runs batch 2 again
-    finally:
-        spark.conf.unset(USER_METADATA)
+    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u2")  # runs batch 2 again
     assert (checkpoint / "commits" / "2").exists()
     assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)  # Delta skipped the write
     assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}
