@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Mapping
 from urllib.parse import unquote, urlparse
 
 
@@ -205,12 +206,15 @@ def _archived(path: str, clean_source: str | None, archive_dir: str | None) -> F
 
 
 def file_states(landing: str | Path, checkpoint: Path | None, clean_source: str | None = None,
-                archive_dir: str | None = None) -> list[FileState]:
+                archive_dir: str | None = None, cut: Mapping[int, datetime] | None = None) -> list[FileState]:
     """Every landing file and every file the checkpoint recorded, with its ingestion state; with the
     flow's cleanSource mode (MOVE with its archive folder, or DELETE), a committed file no longer in the
-    landing folder shows how cleanSource took it (`archive_mode`, `move_location`, `archive_time`)."""
+    landing folder shows how cleanSource took it (`archive_mode`, `move_location`, `archive_time`).
+    `cut`: batches the table holds though the checkpoint does not (`measure.cut_batches`), with the
+    time of their table commit: their files are committed then."""
     recorded = {f.path: f for f in source_log(checkpoint)} if checkpoint else {}
     commits = committed_batches(checkpoint) if checkpoint else {}
+    commits |= {batch: at for batch, at in (cut or {}).items() if batch not in commits}
     # Streaming keeps only the newest commit files (minBatchesToRetain); earlier batches committed too.
     last_commit = max(commits) if commits else -1
     starts = batch_timestamps(checkpoint) if checkpoint else {}
@@ -257,11 +261,12 @@ def first_commits(flow_root: Path) -> dict[str, datetime]:
     return found
 
 
-def backlog(landing: str | Path, checkpoint: Path | None) -> Backlog:
-    """Landing files not yet committed by the flow (never seen, or seen in an uncommitted batch).
-    Raises FileNotFoundError when the landing folder is not there (the backlog is then unknown)."""
+def backlog(landing: str | Path, checkpoint: Path | None, cut: Mapping[int, datetime] | None = None) -> Backlog:
+    """Landing files not yet committed by the flow (never seen, or seen in an uncommitted batch; `cut`
+    as in `file_states`). Raises FileNotFoundError when the landing folder is not there (the backlog
+    is then unknown)."""
     folder = Path(to_local_path(str(landing)))
     if not folder.is_dir():
         raise FileNotFoundError(f"landing folder {folder} does not exist")
-    pending = [s for s in file_states(landing, checkpoint) if s.state != "committed" and s.size is not None]
+    pending = [s for s in file_states(landing, checkpoint, cut=cut) if s.state != "committed" and s.size is not None]
     return Backlog(files=len(pending), bytes=sum(s.size or 0 for s in pending))

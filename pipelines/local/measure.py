@@ -35,16 +35,21 @@ def flow_origin(base: E.Origin, flow: FlowRecord, batch_id: int | None = None) -
                         sink_name=flow.target if flow.is_sink else None, batch_id=batch_id)
 
 
-def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime) -> list[dict[str, Any]]:
-    """A METRICS event per file-reading flow with the landing files it has not committed yet; when
-    the landing folder cannot be listed, the backlog is NULL and a WARN event says why."""
+CutTimes = Mapping[str, Mapping[int, datetime]]  # flow -> its batches cut by a stop -> their table commit's time
+
+
+def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime,
+                   cut: CutTimes | None = None) -> list[dict[str, Any]]:
+    """A METRICS event per file-reading flow with the landing files it has not committed yet (a batch
+    cut by a stop is committed: `cut_batches`); when the landing folder cannot be listed, the backlog
+    is NULL and a WARN event says why."""
     events = []
     for flow in flows:
         if flow.landing is None:
             continue
         origin = flow_origin(base, flow)
         try:
-            left = C.backlog(flow.landing, checkpoint_of(flow))
+            left = C.backlog(flow.landing, checkpoint_of(flow), (cut or {}).get(flow.name))
         except OSError as e:
             events.append(E.flow_metrics(origin, at))
             events.append(E.measurement_warning(origin, at, "backlog", f"landing folder not readable: {e}"))
@@ -53,8 +58,11 @@ def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime) ->
     return events
 
 
-def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger_path: Path) -> None:
-    """The local `cloud_files_state()`: one row per landing file of every file-reading flow."""
+def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger_path: Path,
+                     cut: CutTimes | None = None) -> None:
+    """The local `cloud_files_state()`: one row per landing file of every file-reading flow (the files
+    of a batch cut by a stop committed when its table commit was made: `cut_batches`; the ledger keeps
+    that first commit time when a later update commits the batch in the checkpoint)."""
     from pipelines.local.file_ledger import FileLedger
     from pipelines.local.file_state import FILE_STATE_SCHEMA, rows_for
 
@@ -65,7 +73,8 @@ def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger
     rows = []
     for flow in sources:
         earliest = C.first_commits(Path(flow.checkpoint_root)) if flow.checkpoint_root else {}
-        states = C.file_states(flow.landing, checkpoint_of(flow), flow.clean_source, flow.archive_dir)
+        states = C.file_states(flow.landing, checkpoint_of(flow), flow.clean_source, flow.archive_dir,
+                               (cut or {}).get(flow.name))
         rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest,
                              flow.record_counter))
     ledger.save()

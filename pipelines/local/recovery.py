@@ -209,10 +209,12 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
             if r["flow_name"] not in last_status or at >= last_status[r["flow_name"]][0]:
                 last_status[r["flow_name"]] = (at, r["flow_status"])
 
+    cut: dict[str, dict[int, datetime]] = {}  # flow -> its batches the kill cut -> their table commit's time
     if record.registered:
         for flow in record.flows:
-            last_seen += _record_missing_batches(spark, home, flow, origin, logged_batches, stream, notes,
-                                                 remote=record.remote_url is not None)
+            times, cut[flow.name] = _record_missing_batches(spark, home, flow, origin, logged_batches, stream, notes,
+                                                            remote=record.remote_url is not None)
+            last_seen += times
         completed, times = _settle_views(spark, home, record, origin, last_status, measured, stream, notes, say)
         last_seen += times
         for flow_name in completed:
@@ -235,11 +237,11 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     for measurement, reason, flow in notes:
         stream.add(E.measurement_warning(measure.flow_origin(origin, flow) if flow else origin, ended, measurement, reason))
     if record.registered:
-        for event in measure.backlog_events(origin, record.flows, ended):
+        for event in measure.backlog_events(origin, record.flows, ended, cut):
             stream.add(event)
         try:
             measure.write_file_state(spark, record.qualified(FILE_STATE_TABLE), record.flows,
-                                     inflight.ledger_path(home, record.pipeline_name))
+                                     inflight.ledger_path(home, record.pipeline_name), cut)
         except Exception as e:  # noqa: BLE001 (a measurement; the update is closed regardless)
             stream.add(E.measurement_warning(origin, ended, "file state", " ".join(str(e).split())[:300]))
     if final == "CANCELED":
@@ -254,18 +256,21 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
 
 def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowRecord, origin: E.Origin,
                             logged: set[tuple[str, int]], stream: EventLogStream, notes: list,
-                            remote: bool = False) -> list[datetime]:
-    """METRICS events for the flow's batches that committed in the update but were never logged."""
+                            remote: bool = False) -> tuple[list[datetime], dict[int, datetime]]:
+    """METRICS events for the flow's batches that committed in the update but were never logged; returns
+    the times of the batches the update committed, and those of the batches it cut (committed to the
+    table, not to the checkpoint)."""
     if not flow.measured:
-        return []
+        return [], {}
     checkpoint = measure.checkpoint_of(flow)
     if checkpoint is None:
-        return []
+        return [], {}
     commits = C.committed_batches(checkpoint)
     same = flow.checkpoint_before == str(checkpoint)
     new = {b: t for b, t in commits.items() if not same or b > flow.batch_before}
     missing = sorted(b for b in new if (flow.sdp_name, b) not in logged)
     rows: dict[int, int | None] = {}
+    cut: dict[int, measure.BatchCommit] = {}
     if flow.target_table:
         # Read from the table's Delta log where it is on this machine (not a sink's: at its own path).
         table_dir = None if remote or flow.is_sink else measure.local_table_dir(home.warehouse, flow.target_table)
@@ -276,7 +281,6 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
                 spark, flow.target_table, checkpoint, origin.update_id, table_dir).items()
                 if (flow.sdp_name, batch) not in logged}
         except Exception as e:  # noqa: BLE001 (said; the batches the checkpoint holds are still counted)
-            cut = {}
             notes.append(("rows written", f"micro-batches cut by the interruption not looked up, Delta history of "
                           f"{flow.target_table} not readable: {' '.join(str(e).split())[:200]}", flow))
         rows |= {batch: commit.rows for batch, commit in cut.items()}
@@ -298,7 +302,7 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
                       f"micro-batch(es) {', '.join(map(str, missing))} committed after the runner's last event-log "
                       "write; their rows come from the table's Delta history, their expectation counts were lost "
                       "with the runner", flow))
-    return list(new.values())
+    return list(new.values()), {batch: commit.at for batch, commit in cut.items()}
 
 
 def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, origin: E.Origin,

@@ -1135,12 +1135,15 @@ class _Update:
 
     def add_backlog_at_end(self) -> None:
         """Backlog of each file-reading flow when the update ends (also for failed and idle flows)."""
-        for event in measure.backlog_events(self.origin, self.flow_records.values(), now()):
+        for event in measure.backlog_events(self.origin, self.flow_records.values(), now(), self.cut_times()):
             self.add(event)
 
     def write_file_state(self) -> None:
         measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values(),
-                                 inflight.ledger_path(self.runner.home, self.pipeline.name))
+                                 inflight.ledger_path(self.runner.home, self.pipeline.name), self.cut_times())
+
+    def cut_times(self) -> measure.CutTimes:
+        return {flow: {batch: commit.at for batch, commit in cut.items()} for flow, cut in self.cut.items()}
 
 
 def idle_flows(completed: set[str], batches: Iterable[BatchProgress],

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipelines.eventlog import events as E
 from pipelines.eventlog.writer import EventLogStream, EventLogWriter
+from pipelines.local import checkpoints as C
 from pipelines.local.home import LocalHome
 from pipelines.local.inflight import FlowRecord
 from pipelines.local.recovery import _record_missing_batches
@@ -17,15 +18,19 @@ from tests.builders import landing_files, tagged_stream_batches
 FLOW = "spark_catalog.lakewatch.lines_bronze"
 
 
-def recovered_rows(spark, tmp_path: Path, flow: FlowRecord, update_id: str, logged: set[int]) -> dict[int, int | None]:
-    """The batches (and their rows) the recovery of `update_id` records, read back from its event log."""
+def recovered_rows(spark, tmp_path: Path, flow: FlowRecord, update_id: str, logged: set[int],
+                   cut: dict | None = None) -> dict[int, int | None]:
+    """The batches (and their rows) the recovery of `update_id` records, read back from its event log;
+    the batches it found cut go to `cut`."""
     log = f"lw_recovery_{update_id}"
     counter = itertools.count(1)
     stream = EventLogStream(EventLogWriter(spark, log), lambda n: next(counter), None)
     origin = E.Origin(pipeline_id="p", pipeline_name="lines", update_id=update_id)
     notes: list = []
-    _record_missing_batches(spark, LocalHome(tmp_path / "home"), flow, origin, {(FLOW, b) for b in logged},
-                            stream, notes)
+    _, found = _record_missing_batches(spark, LocalHome(tmp_path / "home"), flow, origin, {(FLOW, b) for b in logged},
+                                       stream, notes)
+    if cut is not None:
+        cut.update(found)
     stream.close()
     if not spark.catalog.tableExists(log):
         return {}
@@ -46,7 +51,18 @@ def test_a_cut_batch_is_counted_once_by_the_update_that_wrote_it_and_never_by_th
     tagged_stream_batches(spark, landing, table_dir, checkpoint, "u1")
     for name in ("2", ".2.crc"):
         (checkpoint / "commits" / name).unlink(missing_ok=True)
-    assert recovered_rows(spark, tmp_path, flow, "u1", logged={0}) == {1: lines[1], 2: lines[2]}
+    cut: dict = {}
+    assert recovered_rows(spark, tmp_path, flow, "u1", logged={0}, cut=cut) == {1: lines[1], 2: lines[2]}
+    # The cut batch's file was committed when its rows reached the table (Delta's own commit time), not
+    # left in the backlog; without the cut it would look discovered and waiting.
+    [committed_at] = [r["timestamp"] for r in spark.sql(f"DESCRIBE HISTORY delta.`{table_dir}`").collect()
+                      if r["operationParameters"].get("epochId") == "2"]
+    assert list(cut) == [2] and cut[2] == committed_at.astimezone(cut[2].tzinfo)
+    part2 = str(landing / "part-2.txt")
+    states = {s.path: s for s in C.file_states(landing, checkpoint, cut=cut)}
+    assert (states[part2].state, states[part2].commit_time) == ("committed", cut[2])
+    assert {s.path: s for s in C.file_states(landing, checkpoint)}[part2].state == "discovered"
+    assert (C.backlog(landing, checkpoint, cut).files, C.backlog(landing, checkpoint).files) == (0, 1)
 
     # u2 ran batch 2 again (Delta skipped its write) and was killed before it reported it.
     tagged_stream_batches(spark, landing, table_dir, checkpoint, "u2")
