@@ -95,3 +95,10 @@ def landing_files(landing: Path, lines: list[int]) -> None:
     for i, n in enumerate(lines):
         (landing / f"part-{i}.txt").write_text("".join(f"row {i}.{k}\n" for k in range(n)))
         os.utime(landing / f"part-{i}.txt", (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+def cut_commit_entry(checkpoint: Path, batch: int) -> None:
+    """Removes the batch's entry from the stream's commit log (and Hadoop's checksum of it): what a stop or
+    a kill between the sink's commit and the checkpoint's leaves."""
+    for name in (str(batch), f".{batch}.crc"):
+        (checkpoint / "commits" / name).unlink(missing_ok=True)

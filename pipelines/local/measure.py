@@ -317,30 +317,31 @@ def rows_per_batch_in_log(table_dir: Path, checkpoint: Path, batches: Iterable[i
 
 @dataclass(frozen=True)
 class BatchCommit:
-    """A micro-batch's Delta commit to its target: what it appended (None: not recorded), and when."""
+    """A micro-batch's Delta commit to its target: what it appended (None: not recorded), when, and the
+    lakewatch update that made it (its `userMetadata`; None: a commit without lakewatch's tag)."""
 
     rows: int | None
     bytes: int | None
     at: datetime
+    update_id: str | None = None
 
 
 CUT_BATCH_COMMITS = 100  # the newest commits of the target read for a cut micro-batch's own
 
 
-def cut_batches(spark: Any, table: str, checkpoint: Path, update_id: str,
-                table_dir: Path | None = None) -> dict[int, BatchCommit]:
-    """Micro-batches of the checkpoint's query that `update_id` committed to `table` while the
-    checkpoint does not hold them committed: the stream stopped between its two commits.
+def cut_batches(spark: Any, table: str, checkpoint: Path, table_dir: Path | None = None) -> dict[int, BatchCommit]:
+    """Micro-batches of the checkpoint's query that `table` holds while the checkpoint does not hold
+    them committed: the stream stopped between its two commits.
 
     Structured Streaming commits a micro-batch to its sink first and to the checkpoint's commit log
     after. A stop (Ctrl-C, SIGTERM, the recovery of a killed runner) or a crash between the two leaves
     the batch's rows in the table, no progress event for it, and the batch uncommitted in the
     checkpoint. The next run executes the batch again and Delta skips its write (the query id and the
-    batch are in the table's transactions), so that update reports 0 rows for it. The rows are this
-    update's, and only the Delta commit says how many: found by its `queryId` and `epochId`, and by
-    the update's `userMetadata`, so a batch is never claimed by an update that did not write it. Read
-    from the table's Delta log on this machine when `table_dir` holds commits of the query, else from
-    Spark's DESCRIBE HISTORY."""
+    batch are in the table's transactions), so that update reports 0 rows for it. The rows belong to
+    the update that made the commit (`BatchCommit.update_id`, from its `userMetadata`), and only the
+    Delta commit says how many; its files were committed then. Found by the commit's `queryId` and
+    `epochId`; read from the table's Delta log on this machine when `table_dir` holds commits of the
+    query, else from Spark's DESCRIBE HISTORY."""
     planned = set(C.uncommitted_batches(checkpoint))
     qid = query_id(checkpoint)
     if not planned or qid is None:
@@ -356,12 +357,12 @@ def cut_batches(spark: Any, table: str, checkpoint: Path, update_id: str,
         # collect() returns naive local time; make it an aware UTC time.
         entries = [(r["timestamp"].astimezone(timezone.utc), r["operationParameters"], r["operationMetrics"],
                     r["userMetadata"]) for r in rows]
-    tag, found = commit_tag(update_id), {}
+    found = {}
     for at, params, metrics, written_by in entries:
         params, metrics = params or {}, metrics or {}
-        if written_by != tag or params.get("queryId") != qid or params.get("epochId") is None:
+        if params.get("queryId") != qid or params.get("epochId") is None or int(params["epochId"]) not in planned:
             continue
-        if int(params["epochId"]) in planned:
-            found[int(params["epochId"])] = BatchCommit(metric_of(metrics, "numOutputRows"),
-                                                        metric_of(metrics, "numOutputBytes"), at)
+        writer = written_by[len(COMMIT_TAG_PREFIX):] if (written_by or "").startswith(COMMIT_TAG_PREFIX) else None
+        found[int(params["epochId"])] = BatchCommit(metric_of(metrics, "numOutputRows"),
+                                                    metric_of(metrics, "numOutputBytes"), at, writer)
     return found

@@ -270,19 +270,19 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
     new = {b: t for b, t in commits.items() if not same or b > flow.batch_before}
     missing = sorted(b for b in new if (flow.sdp_name, b) not in logged)
     rows: dict[int, int | None] = {}
-    cut: dict[int, measure.BatchCommit] = {}
+    held: dict[int, measure.BatchCommit] = {}
     if flow.target_table:
         # Read from the table's Delta log where it is on this machine (not a sink's: at its own path).
         table_dir = None if remote or flow.is_sink else measure.local_table_dir(home.warehouse, flow.target_table)
         try:
             # A batch the stream committed to the table but not to its checkpoint (stopped between the
-            # two): written by this update, and only its Delta commit says so (measure.cut_batches).
-            cut = {batch: commit for batch, commit in measure.cut_batches(
-                spark, flow.target_table, checkpoint, origin.update_id, table_dir).items()
-                if (flow.sdp_name, batch) not in logged}
+            # two): only its Delta commit says so, and which update wrote it (measure.cut_batches).
+            held = measure.cut_batches(spark, flow.target_table, checkpoint, table_dir)
         except Exception as e:  # noqa: BLE001 (said; the batches the checkpoint holds are still counted)
             notes.append(("rows written", f"micro-batches cut by the interruption not looked up, Delta history of "
                           f"{flow.target_table} not readable: {' '.join(str(e).split())[:200]}", flow))
+        cut = {batch: commit for batch, commit in held.items()
+               if commit.update_id == origin.update_id and (flow.sdp_name, batch) not in logged}
         rows |= {batch: commit.rows for batch, commit in cut.items()}
         new |= {batch: commit.at for batch, commit in cut.items()}
         missing += sorted(cut)
@@ -302,7 +302,8 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
                       f"micro-batch(es) {', '.join(map(str, missing))} committed after the runner's last event-log "
                       "write; their rows come from the table's Delta history, their expectation counts were lost "
                       "with the runner", flow))
-    return list(new.values()), {batch: commit.at for batch, commit in cut.items()}
+    # Their files were committed when the table took them, whoever wrote them (the file state, the backlog).
+    return list(new.values()), {batch: commit.at for batch, commit in held.items()}
 
 
 def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, origin: E.Origin,

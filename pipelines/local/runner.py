@@ -191,6 +191,7 @@ class _Update:
         self.events_lock = threading.RLock()  # SDP's events and the query listener's both apply events
         self.committed_before: set[tuple[str, str, int]] = set()
         self.cut: dict[str, dict[int, measure.BatchCommit]] = {}  # flow -> its micro-batches a stop cut (add_cut_batches)
+        self.cut_commits: dict[str, dict[int, datetime]] = {}  # flow -> every cut batch the table holds -> its commit time
         self.printed_running = False
         self.run_status: SdpEvent | None = None  # SDP's last "Run is ..." event
         self.cancellation: cancellation.Canceled | None = None  # Ctrl-C or SIGTERM while the update ran
@@ -976,13 +977,16 @@ class _Update:
             if record is None or not record.target_table or checkpoint is None:
                 continue
             try:
-                cut = {batch: commit for batch, commit in measure.cut_batches(
-                    self.spark, record.target_table, checkpoint, self.update_id,
-                    self.local_table_dir(record.target_table, record.target if record.is_sink else None)).items()
-                    if (flow, batch) not in reported}
+                held = measure.cut_batches(
+                    self.spark, record.target_table, checkpoint,
+                    self.local_table_dir(record.target_table, record.target if record.is_sink else None))
             except Exception as e:  # noqa: BLE001 (one flow's lookup failing must not skip the others)
                 self.warn("micro-batches cut by the stop", _one_line(_error_text(e)), flow)
                 continue
+            if held:  # their files were committed then, whichever update wrote them (an earlier one's cut)
+                self.cut_commits[flow] = {batch: commit.at for batch, commit in held.items()}
+            cut = {batch: commit for batch, commit in held.items()
+                   if commit.update_id == self.update_id and (flow, batch) not in reported}
             if not cut:
                 continue
             self.cut[flow] = cut
@@ -1135,15 +1139,12 @@ class _Update:
 
     def add_backlog_at_end(self) -> None:
         """Backlog of each file-reading flow when the update ends (also for failed and idle flows)."""
-        for event in measure.backlog_events(self.origin, self.flow_records.values(), now(), self.cut_times()):
+        for event in measure.backlog_events(self.origin, self.flow_records.values(), now(), self.cut_commits):
             self.add(event)
 
     def write_file_state(self) -> None:
         measure.write_file_state(self.spark, self.qualified(FILE_STATE_TABLE), self.flow_records.values(),
-                                 inflight.ledger_path(self.runner.home, self.pipeline.name), self.cut_times())
-
-    def cut_times(self) -> measure.CutTimes:
-        return {flow: {batch: commit.at for batch, commit in cut.items()} for flow, cut in self.cut.items()}
+                                 inflight.ledger_path(self.runner.home, self.pipeline.name), self.cut_commits)
 
 
 def idle_flows(completed: set[str], batches: Iterable[BatchProgress],

@@ -13,16 +13,17 @@ from pipelines.local import checkpoints as C
 from pipelines.local.home import LocalHome
 from pipelines.local.inflight import FlowRecord
 from pipelines.local.recovery import _record_missing_batches
-from tests.builders import landing_files, tagged_stream_batches
+from tests.builders import cut_commit_entry, landing_files, tagged_stream_batches
 
 FLOW = "spark_catalog.lakewatch.lines_bronze"
+LOGS = itertools.count(1)  # one event log table per recovery
 
 
 def recovered_rows(spark, tmp_path: Path, flow: FlowRecord, update_id: str, logged: set[int],
                    cut: dict | None = None) -> dict[int, int | None]:
     """The batches (and their rows) the recovery of `update_id` records, read back from its event log;
     the batches it found cut go to `cut`."""
-    log = f"lw_recovery_{update_id}"
+    log = f"lw_recovery_{next(LOGS)}"
     counter = itertools.count(1)
     stream = EventLogStream(EventLogWriter(spark, log), lambda n: next(counter), None)
     origin = E.Origin(pipeline_id="p", pipeline_name="lines", update_id=update_id)
@@ -49,8 +50,7 @@ def test_a_cut_batch_is_counted_once_by_the_update_that_wrote_it_and_never_by_th
     # u1 ran batches 0-2; its runner reported batch 0, then was killed as batch 2 had reached the table
     # but not the checkpoint's commit log.
     tagged_stream_batches(spark, landing, table_dir, checkpoint, "u1")
-    for name in ("2", ".2.crc"):
-        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    cut_commit_entry(checkpoint, 2)
     cut: dict = {}
     assert recovered_rows(spark, tmp_path, flow, "u1", logged={0}, cut=cut) == {1: lines[1], 2: lines[2]}
     # The cut batch's file was committed when its rows reached the table (Delta's own commit time), not
@@ -63,9 +63,21 @@ def test_a_cut_batch_is_counted_once_by_the_update_that_wrote_it_and_never_by_th
     assert (states[part2].state, states[part2].commit_time) == ("committed", cut[2])
     assert {s.path: s for s in C.file_states(landing, checkpoint)}[part2].state == "discovered"
     assert (C.backlog(landing, checkpoint, cut).files, C.backlog(landing, checkpoint).files) == (0, 1)
+    # Had u1's runner reported the cut batch before it died, the recovery would not report it again, and
+    # its file would still be committed at the table's commit.
+    again: dict = {}
+    assert recovered_rows(spark, tmp_path, flow, "u1", logged={0, 1, 2}, cut=again) == {} and again == cut
 
-    # u2 ran batch 2 again (Delta skipped its write) and was killed before it reported it.
-    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u2")
-    assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)
+    # u2 ran batch 2 again (Delta skipped its write) and was cut in turn, before its checkpoint's commit:
+    # no rows of u2's, and the file still committed at u1's table commit.
     u2 = FlowRecord(**{**flow.__dict__, "checkpoint_before": str(checkpoint), "batch_before": 1})
-    assert recovered_rows(spark, tmp_path, u2, "u2", logged=set()) == {2: 0}
+    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u2")
+    cut_commit_entry(checkpoint, 2)
+    held: dict = {}
+    assert recovered_rows(spark, tmp_path, u2, "u2", logged=set(), cut=held) == {} and held == cut
+
+    # u3 ran batch 2 again, committed it in the checkpoint, and was killed before it reported it.
+    tagged_stream_batches(spark, landing, table_dir, checkpoint, "u3")
+    assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)
+    u3 = FlowRecord(**{**u2.__dict__})
+    assert recovered_rows(spark, tmp_path, u3, "u3", logged=set()) == {2: 0}

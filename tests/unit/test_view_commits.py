@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pipelines.local import measure
 from pipelines.local.checkpoints import to_local_path
-from tests.builders import USER_METADATA, landing_files, stream_batches, tagged_stream_batches
+from tests.builders import USER_METADATA, cut_commit_entry, landing_files, stream_batches, tagged_stream_batches
 
 def commit(spark, sql: str, update_id: str | None) -> None:
     """Runs `sql` as a commit of `update_id` (tagged as the runner tags its session), or untagged."""
@@ -109,31 +109,29 @@ def test_what_an_update_wrote_is_its_writes_metric_zero_without_a_write_and_unkn
 def test_a_batch_whose_stream_stopped_between_its_two_commits_is_the_updates_with_its_delta_rows(spark, tmp_path):
     """A stream commits a micro-batch to its Delta sink, then to its checkpoint's commit log. Cut between
     the two (the checkpoint's last commit entry removed: what a stop or a kill at that instant leaves), the
-    batch's rows are in the table and the batch is uncommitted in the checkpoint. `cut_batches` gives it
-    to the update that wrote it, with the lines of the file it read (the test's own count) and what
-    Delta's history says; to no other update; and no longer once a later run committed the batch. The
-    premise, by Spark itself: that later run executes the batch again and Delta skips its write, so
-    the rows of the batch by update are the first update's, and none for the later one."""
+    batch's rows are in the table and the batch is uncommitted in the checkpoint. `cut_batches` finds it,
+    with the update that wrote it, the lines of the file it read (the test's own count) and what Delta's
+    history says, and no longer once a later run committed the batch. The premise, by Spark itself:
+    that later run executes the batch again and Delta skips its write, so the rows of the batch by
+    update are the first update's, and none for the later one."""
     landing, table_dir, checkpoint = tmp_path / "landing", tmp_path / "bronze", tmp_path / "checkpoint"
     lines = [2, 3, 4]
     landing_files(landing, lines)
     tagged_stream_batches(spark, landing, table_dir, checkpoint, "u1")
     table = f"delta.`{table_dir}`"
-    assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}  # every batch committed
-    for name in ("2", ".2.crc"):  # the stream's commit log entry of batch 2 (and Hadoop's checksum of it)
-        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    assert measure.cut_batches(spark, table, checkpoint, table_dir) == {}  # every batch committed
+    cut_commit_entry(checkpoint, 2)
 
-    cut = measure.cut_batches(spark, table, checkpoint, "u1", table_dir)
-    assert list(cut) == [2] and cut[2].rows == lines[2] and cut[2].bytes and cut[2].bytes > 0
+    cut = measure.cut_batches(spark, table, checkpoint, table_dir)
+    assert list(cut) == [2] and (cut[2].rows, cut[2].update_id) == (lines[2], "u1") and cut[2].bytes
     history = spark.sql(f"DESCRIBE HISTORY {table}").where("operationParameters.epochId = '2'").collect()
     assert len(history) == 1 and cut[2].at == history[0]["timestamp"].astimezone(cut[2].at.tzinfo)
-    assert measure.cut_batches(spark, table, checkpoint, "u1") == cut  # the same from Spark's history
-    assert measure.cut_batches(spark, table, checkpoint, "u2", table_dir) == {}  # written by u1 only
+    assert measure.cut_batches(spark, table, checkpoint) == cut  # the same from Spark's history
 
     tagged_stream_batches(spark, landing, table_dir, checkpoint, "u2")  # runs batch 2 again
     assert (checkpoint / "commits" / "2").exists()
     assert spark.read.format("delta").load(str(table_dir)).count() == sum(lines)  # Delta skipped the write
-    assert measure.cut_batches(spark, table, checkpoint, "u1", table_dir) == {}
+    assert measure.cut_batches(spark, table, checkpoint, table_dir) == {}
     # What each update's run of batch 2 wrote: u1's run all of its rows, u2's run (Delta skipped it) none.
     for update_id, rows in (("u1", lines[2]), ("u2", 0)):
         assert measure.rows_per_batch_in_log(table_dir, checkpoint, [2], update_id=update_id) == {2: rows}
