@@ -969,9 +969,8 @@ class _Update:
         stream recorded it in its checkpoint has no progress event (`measure.cut_batches`): a METRICS
         event each, with the rows of its Delta commit; its expectation counts were not measured (a WARN
         event says so), and the next update, which runs the batch again, writes none of its rows."""
-        if self.collector is None:  # the pipeline never started (registration failed): no flow ran
-            return
-        reported = {(short_name(b.flow), b.batch_id) for b in self.collector.snapshot()}
+        # Without a run (registration failed) no batch is this update's, but an earlier one's cut is still held.
+        reported = {(short_name(b.flow), b.batch_id) for b in self.collector.snapshot()} if self.collector else set()
         for flow in adapter.LOCAL_GRAPH.measured_flows:
             record, checkpoint = self.flow_records.get(flow), self.checkpoint(flow)
             if record is None or not record.target_table or checkpoint is None:
