@@ -130,6 +130,11 @@ def commit_tag(update_id: str) -> str:
     return f"{COMMIT_TAG_PREFIX}{update_id}"
 
 
+def tagged_update(user_metadata: str | None) -> str | None:
+    """The update a commit's `userMetadata` names (`commit_tag`); None for a commit without lakewatch's tag."""
+    return user_metadata[len(COMMIT_TAG_PREFIX):] if (user_metadata or "").startswith(COMMIT_TAG_PREFIX) else None
+
+
 @dataclass(frozen=True)
 class UpdateCommits:
     """One table's commits made by one update, from its Delta history."""
@@ -260,8 +265,8 @@ def _add_batch_metric(found: dict[int, int], params: Mapping[str, str] | None, m
     if params.get("queryId") != qid or params.get("epochId") is None:
         return None
     batch = int(params["epochId"])
-    someone_else = (update_id is not None and written_by is not None and written_by.startswith(COMMIT_TAG_PREFIX)
-                    and written_by != commit_tag(update_id))
+    writer = tagged_update(written_by)
+    someone_else = update_id is not None and writer is not None and writer != update_id
     value = 0 if someone_else else metric_of(metrics or {}, metric)
     if batch in wanted and value is not None:
         found[batch] = found.get(batch, 0) + value
@@ -362,7 +367,6 @@ def cut_batches(spark: Any, table: str, checkpoint: Path, table_dir: Path | None
         params, metrics = params or {}, metrics or {}
         if params.get("queryId") != qid or params.get("epochId") is None or int(params["epochId"]) not in planned:
             continue
-        writer = written_by[len(COMMIT_TAG_PREFIX):] if (written_by or "").startswith(COMMIT_TAG_PREFIX) else None
         found[int(params["epochId"])] = BatchCommit(metric_of(metrics, "numOutputRows"),
-                                                    metric_of(metrics, "numOutputBytes"), at, writer)
+                                                    metric_of(metrics, "numOutputBytes"), at, tagged_update(written_by))
     return found

@@ -1036,7 +1036,7 @@ class _Update:
             ended[flow] = max(ended.get(flow, batch.ended_at), batch.ended_at)
         for flow, cut in self.cut.items():  # measured by add_cut_batches from their own commits
             batches.setdefault(flow, [])
-            ended[flow] = max([*([ended[flow]] if flow in ended else []), *(c.at for c in cut.values())])
+            ended[flow] = max([c.at for c in cut.values()] + ([ended[flow]] if flow in ended else []))
         measured = [f for f in batches if f in adapter.LOCAL_GRAPH.measured_flows
                     and self.flow_records.get(f) is not None and self.flow_records[f].target_table
                     and self.checkpoint(f) is not None]
