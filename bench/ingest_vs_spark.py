@@ -8,7 +8,16 @@ Both read the very same files (the demo's mix of bad records, written once by th
   tuning), reads each table's folder with Spark's reader of its format, JSON or CSV (the table's schema plus
   `_corrupt_record`, and the `_metadata` file path and modification time) as an availableNow stream
   and appends it to a Delta table: the least an ingest has to do.
-Prints and appends to bench/RESULTS.md both wall times, rows/s and the ratio.
+- bare Spark with the pattern's writes: the same reads into bronze (change data feed on, as lakewatch's
+  local tables), then per table the two streams the Auto Loader observability pattern adds on bronze,
+  as lakewatch runs them after it: the clean table (rows without `_corrupt_record`) and the quarantine
+  (the corrupt rows with their table and a hash). No rescue, no expectations, no event log. The
+  difference to the bare job is the pattern's cost.
+- the same with lakewatch's own parts and without SDP: bronze read by lakewatch's local reader (the
+  rescue of `_rescued_data`) and lakewatch's bronze, clean and quarantine queries. The difference to
+  lakewatch is SDP, the expectations' counts and the observability (event log, file state).
+Prints and appends to bench/RESULTS.md the wall times, rows/s and the ratios, the bare jobs' phases,
+and each lakewatch flow's time from the warm run's event log.
 Usage: `.venv/bin/python bench/ingest_vs_spark.py [--rows 500000] [--files 4] [--work DIR]`.
 """
 
@@ -36,15 +45,30 @@ from pipelines.formats.csv import reader_options
 from pipelines.local.session import base_conf
 from pyspark.sql import SparkSession
 
-landing, out, tables_file = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+landing, out, tables_file, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+pattern = mode in ("pattern", "rescue")
+started = time.monotonic()
 builder = SparkSession.builder.appName("bare-ingest")
 conf = {**base_conf(), "spark.sql.warehouse.dir": str(out / "warehouse")}
 for k, v in conf.items():
     builder = builder.config(k, v)
 spark = builder.getOrCreate()
+session_ready = time.monotonic()
+if pattern:  # lakewatch's local bronze, clean and quarantine tables have the change data feed on
+    spark.conf.set("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "true")
 queries = []
 for t in load_tables(tables_file).tables:
     assert t.format in ("json", "csv") and not t.multi_line, t  # what the demo's tables use
+    if mode == "rescue":  # lakewatch's local reader and bronze query, without SDP
+        from pipelines.adapter import local_file_options
+        from pipelines.formats import file_format
+        from pipelines.ingestion import bronze_query
+        options, _ = local_file_options(t, str(landing))
+        stream = bronze_query(file_format(t).read_local(spark, t, t.landing_path(str(landing)), options))
+        queries.append(stream.writeStream.format("delta").trigger(availableNow=True)
+                       .option("checkpointLocation", str(out / "checkpoints" / t.name))
+                       .start(str(out / "tables" / t.name)))
+        continue
     reader = (spark.readStream.format(t.format)
               .schema(f"{t.schema_ddl}, `_corrupt_record` STRING")
               .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt_record"))
@@ -58,11 +82,58 @@ for t in load_tables(tables_file).tables:
                    .start(str(out / "tables" / t.name)))
 for q in queries:
     q.awaitTermination()
+bronze_done = time.monotonic()
+if pattern:
+    from pyspark.sql import functions as F
+    downstream = []
+    for t in load_tables(tables_file).tables:
+        bronze = spark.readStream.format("delta").load(str(out / "tables" / t.name))
+        if mode == "rescue":  # lakewatch's own clean and quarantine queries
+            from pipelines.ingestion import clean_query, quarantine_query
+            clean, quarantine = clean_query(bronze, t), quarantine_query(bronze, t.name)
+        else:
+            clean = bronze.where("_corrupt_record IS NULL").drop("_corrupt_record")
+            quarantine = bronze.where("_corrupt_record IS NOT NULL").select(
+                F.lit(t.name).alias("source_table"), "_corrupt_record", F.sha2("_corrupt_record", 256).alias("_record_hash"),
+                "file_path", "file_modification_time", F.current_timestamp().alias("_quarantined_at"))
+        for name, stream in (("clean", clean), ("quarantine", quarantine)):
+            downstream.append(stream.writeStream.format("delta").trigger(availableNow=True)
+                              .option("checkpointLocation", str(out / "checkpoints" / f"{t.name}_{name}"))
+                              .start(str(out / "tables" / f"{t.name}_{name}")))
+    for q in downstream:
+        q.awaitTermination()
+downstream_done = time.monotonic()
 rows = sum(spark.read.format("delta").load(str(out / "tables" / t.name)).count()
            for t in load_tables(tables_file).tables)
 print(f"rows={rows}")
+print(f"phases=session start {session_ready - started:.1f} s, bronze {bronze_done - session_ready:.1f} s, "
+      f"clean and quarantine {downstream_done - bronze_done:.1f} s, the check's count of bronze "
+      f"{time.monotonic() - downstream_done:.1f} s")
 spark.stop()
 '''
+
+
+BARE = "bare Spark: its JSON and CSV readers + Delta append, availableNow"
+BARE_PATTERN = "bare Spark with the pattern's writes: bronze, then clean and quarantine streams of it"
+BARE_RESCUE = "the same, with lakewatch's local reader (rescue) and its bronze, clean and quarantine queries"
+
+# Each flow of the newest update of the ingest pipeline: when it started running (seconds after the
+# first flow did) and for how long, from its RUNNING event to its terminal one.
+FLOW_TIMES_SQL = """
+WITH flow_events AS (
+  SELECT origin.flow_name AS flow, unix_micros(timestamp) / 1e6 AS at,
+         get_json_object(details, '$.flow_progress.status') AS status
+  FROM lakewatch.lakewatch_ingest_event_log
+  WHERE event_type = 'flow_progress' AND level = 'INFO'
+    AND origin.update_id = (SELECT max_by(origin.update_id, timestamp) FROM lakewatch.lakewatch_ingest_event_log)),
+flows AS (
+  SELECT flow, min(at) FILTER (WHERE status = 'RUNNING') AS started,
+         max(at) FILTER (WHERE status IN ('COMPLETED', 'FAILED', 'STOPPED', 'SKIPPED', 'EXCLUDED')) AS ended
+  FROM flow_events GROUP BY flow)
+SELECT regexp_extract(flow, '[^.]+$', 0) AS flow, round(started - min(started) OVER (), 1) AS start,
+       round(ended - started, 1) AS seconds
+FROM flows ORDER BY started, flow
+"""
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -81,6 +152,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="lakewatch-ingest-bench-"))
+    if (work / "data").exists():
+        raise SystemExit(f"{work} holds an earlier run's data (the generator would add to it): give a new --work")
     python = sys.executable
     lakewatch = [python, "-m", "pipelines.cli"]
     data_home = work / "data"
@@ -110,23 +183,34 @@ def main() -> int:
     run(lakewatch + ["engine", "start"], warm_env)
     results["lakewatch run, warm engine"], out = run(lakewatch + ["--verbose", "run"], warm_env)
     timings = next((l.strip() for l in out.splitlines() if l.strip().startswith("timings:")), "")
+    _, flows_json = run(lakewatch + ["query", "--json", FLOW_TIMES_SQL], warm_env)
+    flows = json.loads(flows_json)
     subprocess.run(lakewatch + ["engine", "stop"], cwd=ROOT, env=warm_env, capture_output=True)
-    bare_out = work / "bare"
-    shutil.rmtree(bare_out, ignore_errors=True)
-    results["bare Spark: its JSON and CSV readers + Delta append, availableNow"], bare = run(
-        [python, "-c", BARE_JOB, str(landing), str(bare_out), str(ROOT / "conf" / "tables.yml")], env)
-    bare_seconds = results["bare Spark: its JSON and CSV readers + Delta append, availableNow"]
+    phases = {}
+    for name, mode in ((BARE, "plain"), (BARE_PATTERN, "pattern"), (BARE_RESCUE, "rescue")):
+        bare_out = work / f"bare-{mode}"
+        shutil.rmtree(bare_out, ignore_errors=True)
+        results[name], bare = run([python, "-c", BARE_JOB, str(landing), str(bare_out), str(ROOT / "conf" / "tables.yml"),
+                                   mode], env)
+        phases[name] = bare.split("phases=")[-1].strip()
+        bare_rows = bare.split("rows=")[-1].split()[0]
+    bare_seconds = results[BARE]
 
     record([
         heading("Ingest versus bare Spark"),
         "",
         f"{lines} landing lines ({size / 1e6:.0f} MB, {len(manifest['files'])} files, the demo's mix of bad records; "
-        f"generated in {generate_seconds:.0f} s); bare job read {bare.strip().split('rows=')[-1]} rows.",
+        f"generated in {generate_seconds:.0f} s); bare job read {bare_rows} rows.",
         "",
-        *table(["process", "wall time", "rows/s", "ratio to bare Spark"],
-               [(name, f"{seconds:.1f} s", f"{lines / seconds:,.0f}", f"{seconds / bare_seconds:.2f}")
-                for name, seconds in results.items()]),
+        *table(["process", "wall time", "rows/s", "ratio to bare Spark", "ratio to bare Spark with the pattern's writes"],
+               [(name, f"{seconds:.1f} s", f"{lines / seconds:,.0f}", f"{seconds / bare_seconds:.2f}",
+                 f"{seconds / results[BARE_PATTERN]:.2f}") for name, seconds in results.items()]),
+        "",
+        *[f"{name}: {text}" for name, text in phases.items()],
         *(["", f"warm update phases: {timings}"] if timings else []),
+        "",
+        "warm update, each flow's start after the first flow's and its time from RUNNING to its end (event log): "
+        + ", ".join(f"{f['flow']} at {f['start']:.1f} s for {f['seconds']:.1f} s" for f in flows),
     ])
     return 0
 
