@@ -46,6 +46,8 @@ from pipelines.local.sdp_events import FlowSeen, SdpEvent, error_class, lost_out
 from pipelines.local.session import LocalSpark
 
 FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
+# After a stop on a `--remote` endpoint: how long a flow SDP had started may take to start its streaming query.
+REMOTE_STREAM_STOP_SECONDS = 15
 
 
 def now() -> datetime:
@@ -201,6 +203,10 @@ class _Update:
         self.closing = False  # the update is being closed (`finish`)
         self.signal_notes: list[str] = []  # what a signal handler has to say, printed by the main thread
         self.hard_stop = False  # a second signal: stop waiting for the run's flows
+        self.stopper: threading.Thread | None = None  # the thread that stops the run (`stop_run`)
+        self.run_tag = f"lakewatch-run-{self.update_id}"  # Spark Connect tag of SDP's run operation
+        self.started_flows: set[str] = set()  # flows SDP reported STARTING or RUNNING in this update
+        self.ended_queries: set[str] = set()  # names of the streaming queries the listener saw end
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,
@@ -371,7 +377,8 @@ class _Update:
                 return True
             self.cancellation = canceled
             if self.run_started:
-                threading.Thread(target=self.stop_run, name="lakewatch-stop-run", daemon=True).start()
+                self.stopper = threading.Thread(target=self.stop_run, name="lakewatch-stop-run", daemon=True)
+                self.stopper.start()
             else:
                 self.signal_notes.append(f"  {canceled.why}: stopping update {self.update_id[:8]} before its run")
             return True
@@ -410,8 +417,7 @@ class _Update:
         SDP stops them (`sdp_control.stop_run`); a materialized view's write under way has its Spark jobs
         cancelled, so the view keeps its rows (a write that reached its commit first is kept). Asks
         again until the run has ended (`sdp_control.stop_run_until_ended`). Where lakewatch's classes
-        are not in the engine (`--remote`), interrupts the session's operations instead: the run's jobs
-        are cancelled and its flows end as the endpoint ends them."""
+        are not in the engine (`--remote`), `stop_remote_run`."""
         assert self.cancellation is not None
         self.save_cancellation()  # first: a scheduler may follow SIGTERM with SIGKILL
         self.say(f"  {self.cancellation.why}: stopping update {self.update_id[:8]}")
@@ -420,7 +426,7 @@ class _Update:
             answer = sdp_control.stop_run_until_ended(self.spark, self.runner.local.session_id, self.graph_id,
                                                       self.run_over.wait, started=True)
             if answer is None:
-                self.spark.interruptAll()
+                self.stop_remote_run()
         except Exception as e:  # noqa: BLE001 (said; the session's operations are interrupted instead)
             if self.hard_stop:
                 return  # the main thread interrupted the session's operations, this call's among them
@@ -430,6 +436,46 @@ class _Update:
                 self.spark.interruptAll()
             except Exception as e2:  # noqa: BLE001 (the engine is gone: the run ends with it)
                 self.say(f"  warning: the run's operations could not be interrupted: {_one_line(_error_text(e2))}")
+
+    def stop_remote_run(self) -> None:
+        """Stops the run on an endpoint without lakewatch's classes (`--remote`) with what Spark Connect
+        offers, and waits for what it cannot stop. Interrupting the run's operation (by its tag, not the
+        session's: the query listener that reports the micro-batches is one of those) makes SDP stop its
+        scheduler and report its flows STOPPED or SKIPPED, but the streaming queries of flows that had
+        started go on to the end of their input, and a flow SDP was starting starts its query after it
+        reported it (measured: a bronze stream committed 100,000 rows 16 s after the update was closed
+        CANCELED, and no event counted them). A client cannot stop them: Spark Connect lists SDP's
+        queries (`streams.active`) but stops only queries a client started
+        (STREAMING_QUERY_NOT_FOUND). So the update stays open until each flow that had started has its
+        query seen to end, or not seen in `REMOTE_STREAM_STOP_SECONDS` (it never started), for at
+        most `sdp_control.DRAIN_SECONDS`: what they commit is measured and counted in this update."""
+        self.spark.interruptTag(self.run_tag)
+        self.run_over.wait(sdp_control.DRAIN_SECONDS)
+        with self.events_lock:
+            waiting = {flow for flow in self.started_flows
+                       if self.is_streaming_flow(short_name(flow))
+                       and self.flow_status[flow].status not in ("COMPLETED", "FAILED")}
+        started = time.monotonic()
+        seen: set[str] = set()
+        said = False
+        while True:
+            active = {query.name for query in self.spark.streams.active}
+            seen |= active & waiting
+            waiting -= self.ended_queries
+            if time.monotonic() - started >= REMOTE_STREAM_STOP_SECONDS:
+                waiting &= seen | active  # a query not seen by now was never started
+            waiting -= {flow for flow in seen if flow not in active}
+            if not waiting or time.monotonic() - started >= sdp_control.DRAIN_SECONDS:
+                break
+            if not said and active & waiting:
+                self.say(f"  waiting for {', '.join(sorted(short_name(f) for f in active & waiting))}: the endpoint "
+                         "does not let a client stop a pipeline's streaming query; what it commits is counted in "
+                         "this update (Ctrl-C again to close the update without it)")
+                said = True
+            time.sleep(0.5)
+        if waiting:
+            self.say(f"  {', '.join(sorted(short_name(f) for f in waiting))} still running after "
+                     f"{sdp_control.DRAIN_SECONDS} s; what it writes lands after this update is closed")
 
     def register(self) -> None:
         self.registered_at = now()
@@ -596,32 +642,44 @@ class _Update:
                 self.say(f"  warning: a streaming query event could not be handled: {problem}")
 
     def run_pipeline(self) -> None:
-        """SDP's run of the graph, applying its events as they come."""
-        results = start_run(
-            self.spark, self.graph_id,
-            full_refresh=list(self.request.full_refresh_selection),
-            full_refresh_all=self.request.full_refresh,
-            refresh=list(self.request.refresh_selection),
-            dry=False, storage=self.storage.as_uri(),
-        )
-        for result in results:
-            if "pipeline_event_result" not in result:
-                continue
-            raw = result["pipeline_event_result"].event
-            timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
-            self.on_sdp_event(parse(timestamp, raw.message))
+        """SDP's run of the graph, applying its events as they come. Its operation carries the update's
+        tag (thread-local: this thread's operations only), so that a stop can interrupt it alone."""
+        self.spark.addTag(self.run_tag)
+        try:
+            results = start_run(
+                self.spark, self.graph_id,
+                full_refresh=list(self.request.full_refresh_selection),
+                full_refresh_all=self.request.full_refresh,
+                refresh=list(self.request.refresh_selection),
+                dry=False, storage=self.storage.as_uri(),
+            )
+            for result in results:
+                if "pipeline_event_result" not in result:
+                    continue
+                raw = result["pipeline_event_result"].event
+                timestamp = raw.timestamp.ToDatetime().replace(tzinfo=timezone.utc)
+                self.on_sdp_event(parse(timestamp, raw.message))
+        finally:
+            self.spark.removeTag(self.run_tag)
 
     def drain_flows(self) -> None:
         """After a stop: SDP's flows still at work (a view's write under way when the run was
         interrupted rather than stopped) are waited for, so what they write is there when the update
-        is measured."""
+        is measured. On a `--remote` endpoint, the stop's end is waited for: it stops the run's
+        streaming queries once the run has ended (`stop_remote_run`)."""
         if not self.runner.local.remote:
             sdp_control.drain_flows(self.spark, self.say, "this update")
+        elif self.stopper is not None:
+            self.stopper.join(sdp_control.DRAIN_SECONDS)
+            if self.stopper.is_alive():
+                self.say(f"  the update's streaming queries did not stop within {sdp_control.DRAIN_SECONDS} s; "
+                         "what they write may land after this update is closed")
 
     def query_ended(self, query_name: str, exception: str | None) -> None:
         """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied
         now when it ended without an exception (`completion_gate`)."""
         with self.events_lock:  # the lock order of on_sdp_event: events_lock, then the gate's
+            self.ended_queries.add(query_name)
             released = self.gate.query_terminated(query_name, exception)
             if released is not None:
                 self.apply_sdp_event(released)
@@ -670,6 +728,8 @@ class _Update:
             current.error = event.error
         if event.status in TERMINAL_FLOW_STATES:
             current.ended_at = event.timestamp
+        if event.status in ("STARTING", "RUNNING"):
+            self.started_flows.add(event.flow)
         if event.status is not None:
             self.add_flow_event(event)
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):

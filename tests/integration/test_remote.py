@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,59 @@ def test_a_run_whose_remote_server_restarts_within_the_retry_budget_fails_and_th
         in err, err
     closed_by_the_next_command(cli, connect_server, f"the Spark Connect endpoint {connect_server.url} restarted, "
                                                     "and the session the update ran on was lost with it")
+
+
+def test_a_remote_run_stopped_by_ctrl_c_counts_what_it_committed_and_commits_nothing_after_it_closed(
+        connect_server, tmp_path):
+    """Ctrl-C while the bronze streams run on an endpoint without lakewatch's classes: interrupting the
+    run stops SDP's scheduler, but a client cannot stop SDP's streaming queries there, and they went on
+    to commit after the update was closed CANCELED, with no event counting their rows. Now the run
+    waits for them: by Delta's own history of each bronze table, every commit of the canceled update
+    is older than its CANCELED event and holds the rows its METRICS events say; the next update then
+    has every landing line in bronze once (counted from the files)."""
+    cli = Cli(tmp_path / "home")
+    cli.home.mkdir()
+    _, conf = project_tables(cli.home, ("orders", "customers"))
+    expected = Counter()
+    for table, key in (("orders", "order_id"), ("customers", "customer_id")):
+        folder = cli.home / "landing" / table
+        folder.mkdir(parents=True)
+        for part in range(2):
+            path = folder / f"{table}-{part}.json"
+            path.write_text("".join(json.dumps({key: part * 20_000 + i}) + "\n" for i in range(20_000)))
+            expected[(f"{table}_bronze", str(path))] = 20_000
+    remote = ("--remote", connect_server.url)
+    with subprocess.Popen([sys.executable, "-m", "pipelines.cli", *remote, "run", *conf], cwd=PROJECT_ROOT,
+                          env=cli_env(cli.home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        seen = []
+        for line in run.stdout:  # type: ignore[union-attr]
+            seen.append(line)
+            if "_bronze" in line and "RUNNING" in line:
+                break
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=300)
+    out = "".join(seen) + out
+    assert run.returncode == 130, out + err
+    canceled = re.search(r"update (\S+) of 'lakewatch_ingest': CANCELED", out)
+    assert canceled is not None, out
+    events = json.loads(cli.run(*remote, "query", "--json", (
+        "SELECT origin.flow_name AS flow, event_type, `timestamp`, "
+        "get_json_object(details, '$.update_progress.state') AS state, "
+        "CAST(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT) AS rows "
+        f"FROM lakewatch.lakewatch_ingest_event_log WHERE origin.update_id = '{canceled[1]}'")).stdout)
+    [closed_at] = [datetime.fromisoformat(e["timestamp"]) for e in events if e["state"] == "CANCELED"]
+    following = re.search(r"update (\S+) of 'lakewatch_ingest': COMPLETED", cli.run(*remote, "run", *conf).stdout)
+    assert following is not None
+    for table in ("orders_bronze", "customers_bronze"):
+        history = json.loads(cli.run(*remote, "query", "--json", f"DESCRIBE HISTORY lakewatch.{table}").stdout)
+        commits = [(datetime.fromisoformat(h["timestamp"]), int(h["operationMetrics"]["numOutputRows"]))
+                   for h in history if h["operation"] == "STREAMING UPDATE"
+                   and following[1] not in (h["userMetadata"] or "")]
+        assert all(at <= closed_at for at, _ in commits), (table, commits, closed_at)
+        counted = [e["rows"] for e in events if e["event_type"] == "flow_progress" and e["rows"] is not None
+                   and (e["flow"] or "").endswith(table)]
+        assert sum(counted) == sum(rows for _, rows in commits), (table, counted, commits)
+    bronze = json.loads(cli.run(*remote, "query", "--json", " UNION ALL ".join(
+        f"SELECT '{t}' AS t, _source_file AS f, count(*) AS n FROM lakewatch.{t} GROUP BY ALL"
+        for t in ("orders_bronze", "customers_bronze"))).stdout)
+    assert Counter({(r["t"], local_path(r["f"])): r["n"] for r in bronze}) == expected
