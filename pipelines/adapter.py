@@ -116,7 +116,7 @@ def landing_root_of(table: TableSpec, path: str) -> str:
 def cloud_files_options(table: TableSpec, landing_root: str) -> dict[str, str]:
     """The table's Auto Loader options as `cloudFiles.*` reader options (README "Auto Loader options
     per table"). The byte limit is passed as a byte string in bytes (`<n>b`)."""
-    options: dict[str, str] = {}
+    options: dict[str, str] = {"recursiveFileLookup": "true"}
     if table.max_files_per_trigger is not None:
         options["cloudFiles.maxFilesPerTrigger"] = str(table.max_files_per_trigger)
     if table.max_bytes_per_trigger is not None:
@@ -144,7 +144,13 @@ def local_file_options(table: TableSpec, landing_root: str) -> tuple[dict[str, s
     `sourceArchiveDir` for archive. The source cleans the files of batch N when batch N+1 starts (its
     `commit`), on a cleaner thread, so the files of an update's last batch stay until a later update
     runs a batch; an archived file lands under the archive folder with its full path."""
-    options: dict[str, str] = {}
+    # Every file under the landing folder, subfolders too, as Auto Loader lists a path (and as the file
+    # state's `checkpoints.list_landing` counts them), with no partition columns from `key=value` folder
+    # names. Without it Spark's file source reads a micro-batch whose files include a name with a glob
+    # character (`?`, `[`, `{`) once more per such file: each other file of the batch landed in bronze
+    # two or three times (bench/RESULTS.md, stop 41); it skips files in plain subfolders for good, and
+    # fails every update once two subfolder depths are mixed (CONFLICTING_DIRECTORY_STRUCTURES).
+    options: dict[str, str] = {"recursiveFileLookup": "true"}
     notes: list[str] = []
     if table.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(table.max_files_per_trigger)

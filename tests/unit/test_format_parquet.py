@@ -586,7 +586,7 @@ def test_max_files_per_trigger_one_makes_a_batch_per_file(spark, tmp_path):
         write(folder, f"f{i}", {"x": pa.array([i, i])})
     table = spec({"x": "BIGINT"}, max_files_per_trigger=1)
     options, _ = local_file_options(table, str(tmp_path))
-    assert options == {"maxFilesPerTrigger": "1"}
+    assert options == {"recursiveFileLookup": "true", "maxFilesPerTrigger": "1"}
     run = stream(spark, table, folder, tmp_path, options)
     batches = [(p["batchId"], p["numInputRows"]) for p in run.progress if p["numInputRows"]]
     assert batches == [(0, 1), (1, 1), (2, 1)]  # one file (one binaryFile row) per micro-batch
