@@ -39,7 +39,8 @@ SPIKE, DROP, BOTH = "spike", "drop", "both"
 # the value.
 SERIES_COLUMNS = ("pipeline_name", "subject", "update_id", "at", "value")
 
-# A comparable update: completed, nothing fully refreshed (an unknown full_refresh counts as none).
+# A comparable update: completed, nothing fully refreshed (update_status.full_refresh: its create_update
+# or its RESETTING state says so, observability/tables.py FULL_REFRESH_AGGREGATES; an unknown one counts as none).
 _COMPARABLE = "u.final_state = 'COMPLETED' AND u.full_refresh IS NOT TRUE"
 
 

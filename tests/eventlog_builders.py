@@ -51,7 +51,11 @@ class Update:
     """Events of one update. Times are seconds after `start`.
 
     `validate_only` / `explore_only` go into the create_update details; `maintenance_id` into the
-    origin of every event (internal updates, as Databricks marks them)."""
+    origin of every event (internal updates, as Databricks marks them). A full refresh (`full_refresh`
+    or a `full_refresh_selection`) goes through the RESETTING state after INITIALIZING, as the local
+    runner and Databricks log it. With `documented_create_update` the create_update details hold only
+    the keys Databricks documents (`run_as`, `cause`): no `full_refresh*`, `validate_only`,
+    `explore_only` (those are observed in real logs, not documented)."""
 
     update_id: str
     start: datetime
@@ -61,6 +65,7 @@ class Update:
     validate_only: bool = False
     explore_only: bool = False
     maintenance_id: str | None = None
+    documented_create_update: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -69,10 +74,14 @@ class Update:
                                   full_refresh_selection=self.full_refresh_selection, control_plane_seq_no=next(_seq))
         details = json.loads(created["details"])
         details["create_update"].update(validate_only=self.validate_only, explore_only=self.explore_only)
+        if self.documented_create_update:
+            details["create_update"] = {k: details["create_update"][k] for k in ("run_as", "cause")}
         created["details"] = json.dumps(details, separators=(",", ":"))
         self.add(created)
         self.add(E.user_action(o, self.start, user_name="ana@example.com", control_plane_seq_no=next(_seq)))
         self.state("INITIALIZING", 0.5)
+        if self.full_refresh or self.full_refresh_selection:
+            self.state("RESETTING", 0.7)
 
     def add(self, event: dict[str, Any]) -> "Update":
         if self.maintenance_id is not None:
@@ -141,16 +150,21 @@ class Update:
 
 
 def completed_update(update_id: str, start: datetime, duration: float = 60.0, rows: int = 100,
-                     quarantined: int = 0, rescued: int = 0, backlog_files: int = 0,
+                     quarantined: int = 0, rescued: int = 0, backlog_files: int | None = 0,
                      clean_failed: int | None = None, final_state: str = "COMPLETED",
-                     full_refresh: bool = False) -> Update:
+                     full_refresh: bool = False, documented_create_update: bool = False) -> Update:
     """An ingest update: bronze, its quarantine flow and (when `clean_failed` is given) the clean table,
-    each with one micro-batch."""
-    u = Update(update_id, start, full_refresh=full_refresh)
+    each with one micro-batch. `backlog_files` None: the backlog could not be measured (the landing
+    folder could not be listed), so bronze's metrics carry no backlog and lakewatch's WARN event says
+    why, as pipelines/local/measure.py writes them."""
+    u = Update(update_id, start, full_refresh=full_refresh, documented_create_update=documented_create_update)
     u.state("RUNNING", 1)
-    u.ran("orders_bronze", 2, duration / 2, rows, backlog_files=backlog_files, backlog_bytes=backlog_files * 1000,
+    backlog_bytes = None if backlog_files is None else backlog_files * 1000
+    u.ran("orders_bronze", 2, duration / 2, rows, backlog_files=backlog_files, backlog_bytes=backlog_bytes,
           expectations=[("no_rescued_data", rows - rescued, rescued), ("no_corrupt_record", rows - quarantined, quarantined)],
           batch_id=0)
+    if backlog_files is None:
+        u.warn("backlog", "landing folder not readable: listing failed", duration / 2, flow="orders_bronze")
     u.ran("orders_to_corrupt_records_sink", duration / 2 + 1, duration - 2, quarantined, batch_id=0)
     if clean_failed is not None:
         clean = rows - quarantined
@@ -205,19 +219,25 @@ def file_row(path: str, created: datetime, committed: datetime | None = None, *,
 
 
 def bronze_rows(path: str, n: int, arrived: datetime, ingested: datetime, *, table: str = "orders",
-                rescued: Sequence[str | None] = (), corrupt: int = 0, contents: Sequence[str] = ()) -> list[tuple]:
+                rescued: Sequence[str | None] = (), corrupt: int = 0, contents: Sequence[str] = (),
+                source_file: str | None = None) -> list[tuple]:
     """`n` bronze rows of one file: the first ones with the given `_rescued_data`, the last `corrupt`
-    ones corrupt; each row's content (its hash) from `contents`, else one of its own."""
+    ones corrupt; each row's content (its hash) from `contents`, else one of its own. `source_file` is
+    the `_source_file` (Spark's `_metadata.file_path`, a URI); by default `file:` + `path`, which is
+    that URI only for a name without characters a URI escapes."""
     rows = []
     for i in range(n):
         data = rescued[i] if i < len(rescued) else None
         content = contents[i] if i < len(contents) else f"{path}#{i}"
-        rows.append((table, f"{table}_bronze", data, i >= n - corrupt, f"file:{path}", arrived, ingested, content))
+        rows.append((table, f"{table}_bronze", data, i >= n - corrupt, source_file or f"file:{path}", arrived,
+                     ingested, content))
     return rows
 
 
-def sink_row(path: str, line_hash: str, arrived: datetime, ingested: datetime, *, table: str = "orders") -> tuple:
-    return (table, "not json", line_hash, f"file:{path}", arrived, ingested, ingested)
+def sink_row(path: str, line_hash: str, arrived: datetime, ingested: datetime, *, table: str = "orders",
+             source_file: str | None = None) -> tuple:
+    """A quarantined line of one file; `source_file` as in `bronze_rows`."""
+    return (table, "not json", line_hash, source_file or f"file:{path}", arrived, ingested, ingested)
 
 
 TINY_DATA_CONF = {
@@ -271,20 +291,24 @@ class Inputs:
                                    bronze=self.bronze, only=only, now=now, limits=self.limits)
 
 
-def full_refresh_story(now: datetime, databricks: bool = False) -> tuple[Inputs, Inputs]:
+def full_refresh_story(now: datetime, databricks: bool = False,
+                       documented_create_update: bool = False) -> tuple[Inputs, Inputs]:
     """A healthy pipeline before and after a healthy full refresh.
 
     Two days ago `u1` ingested f1 (4 lines: 2 with rescued data, 1 corrupt); today `u2` and `u3`
     ingested f2 and f3 (3 clean lines each); then `fr`, a full refresh, read all three files again:
     bronze re-read (new `_ingested_at`, same file times), the corrupt line quarantined a second time,
     every file committed again. Locally the file state keeps each file's first commit; with
-    `databricks`, as `cloud_files_state()` does, only the new commit is known."""
+    `databricks`, as `cloud_files_state()` does, only the new commit is known. With
+    `documented_create_update` every create_update holds only the keys Databricks documents, so the
+    full refresh shows only in its RESETTING state."""
     day0 = now - timedelta(days=2)
-    u1 = completed_update("u1", day0, rows=4, quarantined=1, rescued=2, clean_failed=0)
-    u2 = completed_update("u2", now - timedelta(minutes=50), rows=3, clean_failed=0)
-    u3 = completed_update("u3", now - timedelta(minutes=30), rows=3, clean_failed=0)
+    doc = documented_create_update
+    u1 = completed_update("u1", day0, rows=4, quarantined=1, rescued=2, clean_failed=0, documented_create_update=doc)
+    u2 = completed_update("u2", now - timedelta(minutes=50), rows=3, clean_failed=0, documented_create_update=doc)
+    u3 = completed_update("u3", now - timedelta(minutes=30), rows=3, clean_failed=0, documented_create_update=doc)
     fr = completed_update("fr", now - timedelta(minutes=10), duration=200, rows=10, quarantined=1, rescued=2,
-                          clean_failed=0, full_refresh=True)
+                          clean_failed=0, full_refresh=True, documented_create_update=doc)
     files = [("/l/f1.json", u1, 4), ("/l/f2.json", u2, 3), ("/l/f3.json", u3, 3)]
     recommit = fr.at(5)
 

@@ -53,6 +53,8 @@ Trust rules the SQL follows
 - NULL stays NULL: a figure no event carried is NULL, never 0; `health_metrics.reason` says why a
   metric is NULL. A zero is written only where it is measured (a count of rows found, a flow that
   completed without running a micro-batch wrote nothing).
+- A full refresh is an update whose create_update says so or that went through the RESETTING state
+  (the documented sign; `FULL_REFRESH_AGGREGATES`), derived once, in `update_status`.
 - A full refresh is not new data: file latency is measured from a file's first commit ever
   (`first_commit_time`); drift and quarantine are counted on the day the file arrived (its
   modification time); a line the sink already quarantined from the same file is a re-delivery; the
@@ -105,19 +107,61 @@ def error_class(expr: str) -> str:
     return rf"nullif(regexp_extract({expr}, '^\\[([A-Za-z0-9_.:]+)\\]', 1), '')"
 
 
+_URI_SCHEME = "^[A-Za-z][A-Za-z0-9+.-]*:/"
+
+
 def path_key(expr: str) -> str:
-    """A file path in one form whatever wrote it: without scheme (`file:`, `dbfs:`, `s3://bucket` keeps
-    the bucket as the first segment) and URL-decoded, so file state and `_metadata.file_path` join."""
-    stripped = f"regexp_replace({expr}, '^[A-Za-z][A-Za-z0-9+.-]*:/+', '/')"
-    return f"coalesce(try_url_decode({stripped}), {stripped})"
+    """A file path as the file's real name, whatever wrote it, so the file state, bronze's and the sink's
+    `_source_file` and the Databricks line counts join on it.
+
+    A path with a URI scheme (`file:/`, `dbfs:/`, `s3://bucket/`, ...) is a URI, percent-encoded as
+    Hadoop's `Path.toUri` writes it: Spark's `_metadata.file_path` (bronze and sink `_source_file`: a
+    file named `p%41ct.json` is `.../p%2541ct.json`, a space `%20`, `#` `%23`; `+` and unicode stay as
+    they are), and on Databricks `cloud_files_state`'s paths, which carry the scheme too. Its scheme goes
+    (`s3://bucket` keeps the bucket as the first segment) and it is decoded, `+` kept as `+` (in a URI
+    path it is not a space, as `url_decode`'s form decoding would read it); one that does not decode
+    is kept as it is. A path without a scheme is a file-system path, the real name already (the local
+    file state writes `os.path` paths, pipelines/local/checkpoints.py): kept as it is, since a `%41`
+    in it is part of the name. Decoding it too made `p%41ct.json` `pAct.json`, another file."""
+    stripped = f"regexp_replace({expr}, '{_URI_SCHEME}+', '/')"
+    decoded = f"try_url_decode(replace({stripped}, '+', '%2B'))"
+    return f"CASE WHEN {expr} RLIKE '{_URI_SCHEME}' THEN coalesce({decoded}, {stripped}) ELSE {expr} END"
 
 
 def seconds_between(start: str, end: str) -> str:
     return f"CAST((unix_millis({end}) - unix_millis({start})) / 1000.0 AS DOUBLE)"
 
 
+# Whether an update is a full refresh: the one place it is derived from the events (update_status);
+# every other table reads update_status.full_refresh / full_refresh_selection (`full_refresh_of` per
+# dataset, `full_refresh IS NOT TRUE` for an incremental update). Two signals, either is enough:
+# - create_update's `full_refresh` / `full_refresh_selection`: observed in real event logs, but
+#   Databricks documents only `run_as` and `cause` there (shared/reference/databricks.md §1.6);
+# - the documented one: the update went through the RESETTING state ("resetting datasets/checkpoints
+#   (full refresh)", §1.7), which the local runner logs too.
+# RESETTING does not say which datasets were reset (the local runner logs it for a selection as for
+# everything). So an update that logged RESETTING while its create_update names no tables counts as a
+# full refresh of every table (full_refresh_selection empty): a dataset that was in fact left alone
+# then has its counts left out of the daily figures and its files' new commits read as re-commits
+# (no latency, with the reason), rather than a refreshed dataset's history counted as new. With
+# neither signal (no keys, no RESETTING), full_refresh is NULL: not known.
+FULL_REFRESH_AGGREGATES = """bool_or(full_refresh) AS full_refresh_all,
+    max_by(full_refresh_selection, struct(event_time, seq)) FILTER (WHERE event_type = 'create_update') AS selection,
+    count_if(event_type = 'update_progress' AND update_state = 'RESETTING') > 0 AS reset"""
+
+
+def full_refresh_columns(run: str) -> str:
+    """update_status' `full_refresh` and `full_refresh_selection` from row `run` holding
+    `FULL_REFRESH_AGGREGATES` (over one update's events)."""
+    return (f"""CASE WHEN {run}.full_refresh_all OR coalesce(size({run}.selection), 0) > 0 OR {run}.reset THEN true
+       WHEN {run}.full_refresh_all IS NULL AND {run}.selection IS NULL THEN CAST(NULL AS BOOLEAN)
+       ELSE false END AS full_refresh,
+  coalesce({run}.selection, CAST(array() AS ARRAY<STRING>)) AS full_refresh_selection""")
+
+
 def full_refresh_of(update: str, dataset: str) -> str:
-    """Whether update row `update` (of update_status) fully refreshed `dataset` (a short name)."""
+    """Whether update row `update` (of update_status) fully refreshed `dataset` (a short name); an empty
+    selection is every table (see `FULL_REFRESH_AGGREGATES`)."""
     return (f"({update}.full_refresh IS TRUE AND (coalesce(size({update}.full_refresh_selection), 0) = 0 "
             f"OR exists({update}.full_refresh_selection, s -> {short('s')} = {dataset})))")
 
@@ -222,7 +266,8 @@ EVENTS = _streaming_table(
         ("root_cause_class", "STRING", "Innermost exception class", "try_element_at(error.exceptions, -1).class_name"),
         ("root_cause_message", "STRING", "Innermost exception message", "try_element_at(error.exceptions, -1).message"),
         ("cause", "STRING", "create_update: what started the update", _json("create_update.cause")),
-        ("full_refresh", "BOOLEAN", "create_update: full refresh of every table",
+        ("full_refresh", "BOOLEAN", "create_update: full refresh of every table (as create_update says it; "
+                                    "update_status also reads the RESETTING state)",
          f"try_cast({_json('create_update.full_refresh')} AS BOOLEAN)"),
         ("full_refresh_selection", "ARRAY<STRING>", "create_update: tables selected for a full refresh",
          f"from_json({_json('create_update.full_refresh_selection')}, 'ARRAY<STRING>')"),
@@ -275,8 +320,10 @@ UPDATE_STATUS = _table(
         ("update_id", "STRING", "Pipeline update (run) id"),
         ("cause", "STRING", "What started the update (USER_ACTION, JOB_TASK, ...)"),
         ("full_refresh", "BOOLEAN", "Whether the update fully refreshed every table, or the tables in "
-                                    "full_refresh_selection (NULL when its create_update event does not say)"),
-        ("full_refresh_selection", "ARRAY<STRING>", "Tables selected for a full refresh (empty: none, or all)"),
+                                    "full_refresh_selection: its create_update event says so, or it went "
+                                    "through the RESETTING state (NULL when neither says)"),
+        ("full_refresh_selection", "ARRAY<STRING>", "Tables selected for a full refresh (empty: none, or all; "
+                                                    "a RESETTING state without a selection counts as all)"),
         ("start_time", "TIMESTAMP", "When the update was created"),
         ("end_time", "TIMESTAMP", "When the update reached COMPLETED, FAILED or CANCELED (NULL while running)"),
         ("duration_seconds", "DOUBLE", "Seconds from start to end"),
@@ -295,8 +342,7 @@ WITH runs AS (
     max(pipeline_id) AS pipeline_id,
     max(pipeline_name) AS pipeline_name,
     max(cause) AS cause,
-    bool_or(full_refresh) AS full_refresh_all,
-    max_by(full_refresh_selection, struct(event_time, seq)) FILTER (WHERE event_type = 'create_update') AS selection,
+    {FULL_REFRESH_AGGREGATES},
     bool_or(coalesce(validate_only, false) OR coalesce(explore_only, false) OR maintenance_id IS NOT NULL) AS internal,
     min(event_time) AS start_time,
     max(event_time) FILTER (WHERE event_type = 'update_progress' AND update_state IN {TERMINAL_UPDATE}) AS end_time,
@@ -319,10 +365,7 @@ flow_counts AS (
 )
 SELECT
   r.pipeline_id, r.pipeline_name, r.update_id, r.cause,
-  CASE WHEN r.full_refresh_all OR coalesce(size(r.selection), 0) > 0 THEN true
-       WHEN r.full_refresh_all IS NULL AND r.selection IS NULL THEN CAST(NULL AS BOOLEAN)
-       ELSE false END AS full_refresh,
-  coalesce(r.selection, CAST(array() AS ARRAY<STRING>)) AS full_refresh_selection,
+  {full_refresh_columns('r')},
   r.start_time, r.end_time,
   {seconds_between('r.start_time', 'r.end_time')} AS duration_seconds,
   r.final_state,
@@ -541,7 +584,8 @@ LANDING_FILES = _table(
         ("table_name", "STRING", "Bronze table the file feeds"),
         ("flow_name", "STRING", "Flow reading the file"),
         ("path", "STRING", "File path as the file state gives it"),
-        ("path_key", "STRING", "The path without scheme, URL-decoded (joins file state, bronze and sink)"),
+        ("path_key", "STRING", "The file's real path, without scheme: a URI decoded, a file-system path as it is "
+                               "(joins file state, bronze and sink)"),
         ("size_bytes", "BIGINT", "File size (NULL when the file state does not know it)"),
         ("create_time", "TIMESTAMP", "File modification time when the stream took it"),
         ("discovery_time", "TIMESTAMP", "When the stream planned the file into a batch"),
@@ -1508,6 +1552,9 @@ def _hours_since(timestamp: str) -> str:
     return f"(unix_millis({{now}}) - unix_millis({timestamp})) / 3600000.0"
 
 
+# backlog_growth_streak: `col` of the newest update that did not grow (the one that ends the streak).
+_STREAK_END = "min_by({col}, back) FILTER (WHERE grew IS NOT TRUE)"
+
 _QUIET = ("max_hours_without_rows IS NOT NULL AND silent_since IS NOT NULL AND "
           + _hours_since("silent_since") + " > max_hours_without_rows")
 _LIMITED_UNKNOWN = "max_hours_without_rows IS NOT NULL AND silent_since IS NULL"
@@ -1653,19 +1700,36 @@ _METRICS = [
                  THEN 'no completed incremental update in the 7 days before the last 7: no trend yet' END""",
        """update_status WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
             AND start_time >= {now} - INTERVAL 14 DAYS"""),
-    # Consecutive updates, newest first, in which the files waiting grew: sustained growth, whatever the count.
+    # Consecutive updates, newest first, in which the files waiting grew: sustained growth, whatever the
+    # count. Walking back from the newest, the first update that did not grow (`back` = k) ends the
+    # streak at k - 1; the oldest ends it too (nothing before it). When that update's figure, or the
+    # one before it, was not measured, whether it grew is not known, and so is the streak: NULL, the
+    # reason naming the update not measured and why. A figure not measured behind a measured fall
+    # that already ends the streak does not matter.
     _m("backlog_growth_streak",
-       "CASE WHEN max_by(files, start_time) IS NOT NULL THEN coalesce(min(back) FILTER (WHERE grew IS NOT TRUE), "
-       "count(*) + 1) - 1 END",
-       """CASE WHEN count(*) = 0 THEN 'no finished update reported a backlog'
-               WHEN max_by(files, start_time) IS NULL THEN 'the backlog of the last update that reported one was not measured' END""",
-       f"""(SELECT start_time, files, files > lag(files) OVER (ORDER BY start_time) AS grew,
-                   row_number() OVER (ORDER BY start_time DESC) AS back
-            FROM (SELECT u.update_id, u.start_time,
-                         CASE WHEN count_if(b.backlog_files IS NULL) = 0 THEN sum(b.backlog_files) END AS files
-                  FROM update_status u JOIN backlog b ON b.update_id = u.update_id
-                  WHERE u.final_state IN {TERMINAL_UPDATE}
-                  GROUP BY u.update_id, u.start_time))"""),
+       f"CASE WHEN NOT {_STREAK_END.format(col='unknown')} THEN min(back) FILTER (WHERE grew IS NOT TRUE) - 1 END",
+       f"""CASE WHEN count(*) = 0 THEN 'no finished update reported a backlog'
+               WHEN {_STREAK_END.format(col='unknown')} THEN concat(
+                 'not known whether the backlog grew in update ', {_STREAK_END.format(col='update_id')},
+                 CASE WHEN min(back) FILTER (WHERE grew IS NOT TRUE) > 1
+                      THEN concat(' (it grew in the ', CAST(min(back) FILTER (WHERE grew IS NOT TRUE) - 1 AS STRING),
+                                  ' update(s) after it)') ELSE '' END,
+                 ': backlog not measured in update ', {_STREAK_END.format(col='unmeasured_update')},
+                 ' (', {_STREAK_END.format(col='unmeasured_why')}, ')') END""",
+       f"""(SELECT update_id, back, files > previous AS grew,
+                   files IS NULL OR (previous IS NULL AND previous_update IS NOT NULL) AS unknown,
+                   CASE WHEN files IS NULL THEN update_id ELSE previous_update END AS unmeasured_update,
+                   CASE WHEN files IS NULL THEN why ELSE previous_why END AS unmeasured_why
+            FROM (SELECT *, lag(files) OVER (ORDER BY start_time, update_id) AS previous,
+                         lag(update_id) OVER (ORDER BY start_time, update_id) AS previous_update,
+                         lag(why) OVER (ORDER BY start_time, update_id) AS previous_why,
+                         row_number() OVER (ORDER BY start_time DESC, update_id DESC) AS back
+                  FROM (SELECT u.update_id, u.start_time,
+                               CASE WHEN count_if(b.backlog_files IS NULL) = 0 THEN sum(b.backlog_files) END AS files,
+                               {_unknown_for(_NOT_MEASURED.format(col="backlog_files"))} AS why
+                        FROM update_status u JOIN backlog b ON b.update_id = u.update_id
+                        WHERE u.final_state IN {TERMINAL_UPDATE}
+                        GROUP BY u.update_id, u.start_time)))"""),
     # Values unusual for their own series, in the last incremental update (pipelines/anomalies.py).
     _m("anomalies_last_update",
        "CASE WHEN count(l.update_id) > 0 THEN count(a.metric) END",

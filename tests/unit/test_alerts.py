@@ -129,8 +129,9 @@ def huge_backlog() -> Inputs:
     return history(u.state("COMPLETED", 40))
 
 
-def backlog_of(*files: int) -> Inputs:
-    """One completed update per figure, oldest first, each ending with that many files waiting."""
+def backlog_of(*files: int | None) -> Inputs:
+    """One completed update per figure, oldest first, each ending with that many files waiting (None:
+    the backlog could not be measured, a WARN event says why)."""
     return Inputs([completed_update(f"b{i}", ago(minutes=60 - i * 10), backlog_files=n, clean_failed=0)
                    for i, n in enumerate(files)])
 
@@ -200,6 +201,12 @@ def after_full_refresh() -> Inputs:
 
 def after_full_refresh_on_databricks() -> Inputs:
     return full_refresh_story(NOW, databricks=True)[1]
+
+
+def after_full_refresh_documented_only() -> Inputs:
+    """create_update holds only what Databricks documents (run_as, cause): the full refresh shows only
+    in its RESETTING state."""
+    return full_refresh_story(NOW, databricks=True, documented_create_update=True)[1]
 
 
 SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
@@ -342,3 +349,31 @@ def test_a_healthy_full_refresh_on_databricks_fires_no_alert(spark, alerts):
     assert states == {key: "OK" for key in states}
     reasons = {name: reason for name, _, reason in metrics_of(spark, after_full_refresh_on_databricks)}
     assert "committed again by a full refresh" in reasons["ingestion_latency_p95_seconds_24h"]
+
+
+def test_a_healthy_full_refresh_known_only_by_its_resetting_state_fires_no_alert(spark, alerts):
+    """The same healthy full refresh on Databricks, where create_update does not say it is one: the
+    RESETTING state does. No alert fires (drift, duration and anomalies read incremental updates only)."""
+    metrics = {name: (value, reason) for name, value, reason in metrics_of(spark, after_full_refresh_documented_only)}
+    assert metrics == {name: (value, reason)
+                       for name, value, reason in metrics_of(spark, after_full_refresh_on_databricks)}
+    states = {key: state_of(spark, alert, after_full_refresh_documented_only) for key, alert in alerts.items()}
+    assert states.pop("lakewatch_latency_sla") == "UNKNOWN"
+    assert states.pop("lakewatch_duration_trend") == "UNKNOWN"
+    assert states == {key: "OK" for key in states}
+
+
+def test_an_unmeasured_backlog_within_the_streak_leaves_the_streak_unknown(spark, alerts):
+    """5, 10, 20, (not measured), 40, 50: whether 40 grew is not known, so the streak is not known
+    (NULL, and why); the alert is UNKNOWN, not OK. A figure not measured before a measured fall
+    that already ends the streak does not matter."""
+    def gap() -> Inputs:
+        return backlog_of(5, 10, 20, None, 40, 50)
+
+    value, reason = {n: (v, r) for n, v, r in metrics_of(spark, gap)}["backlog_growth_streak"]
+    assert value is None and "b3" in reason and "landing folder not readable" in reason
+    assert state_of(spark, alerts["lakewatch_backlog_growing"], gap) == "UNKNOWN"
+    last = {n: (v, r) for n, v, r in metrics_of(spark, lambda: backlog_of(5, 10, None))}
+    assert last["backlog_growth_streak"][0] is None and "b2" in last["backlog_growth_streak"][1]
+    before_a_fall = {n: (v, r) for n, v, r in metrics_of(spark, lambda: backlog_of(5, None, 20, 10, 30, 40))}
+    assert before_a_fall["backlog_growth_streak"] == (2, None)

@@ -143,14 +143,16 @@ NOW = datetime(2026, 6, 15, 12, tzinfo=timezone.utc)  # also the health metrics'
 DURATIONS = [60, 61, 62, 60, 61, 62, 60, 61]
 
 
-def story(history: int = len(DURATIONS)) -> Inputs:
+def story(history: int = len(DURATIONS), documented_create_update: bool = False) -> Inputs:
     """`history` ordinary updates (2 files waiting, every row passing), a full refresh and a failed
     update that took long (neither comparable), then a slow update with 40 of 100 rows failing an
-    expectation and 300 files waiting."""
+    expectation and 300 files waiting. With `documented_create_update` the create_update events hold
+    only what Databricks documents: the full refresh shows only in its RESETTING state."""
+    doc = documented_create_update
     ups = [completed_update(f"u{i}", NOW - timedelta(hours=20 - i), duration=DURATIONS[i], rows=100,
-                            clean_failed=0, backlog_files=2) for i in range(history)]
+                            clean_failed=0, backlog_files=2, documented_create_update=doc) for i in range(history)]
     ups.append(completed_update("fr", NOW - timedelta(hours=3), duration=900, rows=1000, clean_failed=0,
-                                full_refresh=True))
+                                full_refresh=True, documented_create_update=doc))
     ups.append(completed_update("failed", NOW - timedelta(hours=2), duration=900, rows=100, clean_failed=0,
                                 final_state="FAILED"))
     ups.append(completed_update("last", NOW - timedelta(minutes=5), duration=400, rows=100, clean_failed=40,
@@ -179,6 +181,18 @@ def test_the_anomalies_table_flags_the_unusual_update_against_comparable_ones(sp
     assert duration["baseline_median"] == pytest.approx(statistics.median(DURATIONS))
     assert duration["value"] == pytest.approx(400) and duration["kind"] == "spike"
     assert flagged[("last", "pass_rate", "orders.non_negative_amount")]["value"] == pytest.approx(0.6)
+    assert metrics["anomalies_last_update"] == (3.0, None)
+
+
+def test_a_full_refresh_known_only_by_its_resetting_state_is_not_comparable(spark):
+    """The same story where create_update does not say which update is a full refresh (Databricks
+    documents only run_as and cause): its RESETTING state does, so it is neither flagged nor part of
+    a baseline, and the same three values are flagged against the same baseline."""
+    flagged, metrics = anomalies_of(spark, story(documented_create_update=True))
+    assert {key: (r["value"], r["history_size"], r["baseline_median"]) for key, r in flagged.items()} == {
+        key: (r["value"], r["history_size"], r["baseline_median"]) for key, r in anomalies_of(spark, story())[0].items()}
+    assert not any(update_id == "fr" for update_id, _, _ in flagged)
+    assert flagged[("last", "update_duration_seconds", "lakewatch_ingest")]["history_size"] == len(DURATIONS)
     assert metrics["anomalies_last_update"] == (3.0, None)
 
 

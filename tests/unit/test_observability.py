@@ -12,6 +12,7 @@ from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
 from pipelines.observability.pipeline import streaming_query
 from pipelines.observability.tables import EVENTS, ERRORS, HEALTH_METRIC_NAMES, PUBLISHED, TABLES, by_name, table_properties
 from tests.eventlog_builders import (
+    CATALOG_SCHEMA,
     TINY_DATA_CONF,
     Update,
     bronze_rows,
@@ -668,3 +669,66 @@ def test_a_pipeline_that_never_got_rows_counts_from_its_first_update(fresh):
     value, _ = hours_since_rows(fresh, completed_update("idle1", first, rows=0),
                                 completed_update("idle2", NOW - dt.timedelta(hours=2), rows=0))
     assert value == pytest.approx(hours_before_now(first), abs=1e-6)
+
+
+# -- full refresh: from create_update, or from the RESETTING state Databricks documents ---------------
+def test_a_full_refresh_is_known_from_its_resetting_state_when_create_update_does_not_say(fresh):
+    """Databricks documents only `run_as` and `cause` in create_update; the documented sign of a full
+    refresh is the RESETTING update state. Without the keys and without RESETTING nothing says: NULL.
+    RESETTING cannot tell a selection from everything, so without create_update's selection every
+    dataset counts as fully refreshed (its counts are left out of the daily figures, never counted twice)."""
+    def update(update_id: str, hour: int, **options) -> Update:
+        u = Update(update_id, utc(2026, 11, 2, hour), **options).completed(20)
+        u.metrics("orders", 10, rows=10, expectations=[("has_id", 9, 1)])
+        return u.metrics("customers", 10, rows=5, expectations=[("has_name", 5, 0)])
+
+    observability_views(fresh, [
+        update("silent", 8, documented_create_update=True),                # neither says: not known
+        update("reset", 9, documented_create_update=True, full_refresh=True),
+        update("reset_some", 10, documented_create_update=True, full_refresh_selection=("orders",)),
+        update("flagged_some", 11, full_refresh_selection=(f"{CATALOG_SCHEMA}.orders",)),  # create_update says which
+        update("incremental", 12),
+    ], only=["expectation_results_daily", "update_status_weekly"])
+    assert rows(fresh, "SELECT update_id, full_refresh, full_refresh_selection FROM update_status "
+                       "ORDER BY start_time") == [
+        ("silent", None, []), ("reset", True, []), ("reset_some", True, []),
+        ("flagged_some", True, [f"{CATALOG_SCHEMA}.orders"]), ("incremental", False, [])]
+    assert rows(fresh, "SELECT update_id, dataset, full_refresh FROM expectation_results ORDER BY update_id, dataset") == [
+        ("flagged_some", "customers", False), ("flagged_some", "orders", True),
+        ("incremental", "customers", False), ("incremental", "orders", False),
+        ("reset", "customers", True), ("reset", "orders", True),
+        ("reset_some", "customers", True), ("reset_some", "orders", True),
+        ("silent", "customers", False), ("silent", "orders", False)]
+    # each day's counts: the three updates that refreshed nothing known, and flagged_some's customers
+    assert rows(fresh, "SELECT dataset, passed_records, failed_records FROM expectation_results_daily "
+                       "ORDER BY dataset") == [("customers", 5 * 3, 0), ("orders", 9 * 2, 1 * 2)]
+    assert rows(fresh, "SELECT updates FROM update_status_weekly") == [(2,)]  # silent and incremental
+
+
+def test_file_names_a_uri_escapes_reconcile_with_bronze_as_the_same_file(fresh, tmp_path):
+    """The local file state holds a file's real name (the runner's listing, pipelines/local/checkpoints.py);
+    bronze's `_source_file` is Spark's `_metadata.file_path`, a URI (`%` written `%25`, a space `%20`,
+    `#` `%23`; `+` and unicode as they are). Read here from real files by Spark itself. Each file is
+    matched with its own rows, once: `p%41ct.json` is not `pAct.json`, nor `a+b.json` `a b.json`."""
+    from pipelines.local.checkpoints import list_landing
+
+    names = ["p%41ct.json", "pAct.json", "100%.json", "a b.json", "a+b.json", "x#y.json", "ünï€.json"]
+    land = tmp_path / "land dir"
+    land.mkdir()
+    for i, name in enumerate(names):
+        (land / name).write_text(f'{{"i":{i}}}\n{{"i":{i}}}\n', encoding="utf-8")
+    uri = {names[int(r[0][5:-1])]: r[1] for r in
+           fresh.read.text(str(land)).selectExpr("value", "_metadata.file_path").distinct().collect()}
+    assert uri["p%41ct.json"].endswith("/land%20dir/p%2541ct.json")  # what Spark writes: the test's premise
+    state_path = {f.path.rsplit("/", 1)[-1]: f.path for f in list_landing(land)}
+    assert set(state_path) == set(uri) == set(names)
+    t, ingested = utc(2026, 11, 2, 8), utc(2026, 11, 2, 8, 5)
+    files = [file_row(state_path[n], t, ingested, lines=2) for n in names]
+    bronze = [r for n in names for r in bronze_rows(state_path[n], 2, t, ingested, corrupt=1, source_file=uri[n])]
+    sink = [sink_row(state_path["p%41ct.json"], "h", t, ingested, source_file=uri["p%41ct.json"])]
+    observability_views(fresh, [completed_update("c1", t)], file_state=files, bronze=bronze, sink=sink,
+                        only=["reconciliation", "file_latency"])
+    assert rows(fresh, "SELECT path, state, lines, bronze_rows, quarantined_rows, status FROM reconciliation "
+                       "ORDER BY path") == sorted(
+        (state_path[n], "committed", 2, 2, 1 if n == "p%41ct.json" else 0, "ok") for n in names)
+    assert rows(fresh, "SELECT latency_status, count(*) FROM file_latency GROUP BY 1") == [("measured", len(names))]
