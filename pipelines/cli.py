@@ -166,10 +166,27 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _valid_text(df: Any) -> Any:
+    """`df` with each top-level STRING column made valid UTF-8 (`make_valid_utf8`: a byte that is not
+    UTF-8 shows as U+FFFD). A quarantined line that is not UTF-8 is stored as its raw bytes, and pyspark
+    fails a whole result holding one (UnicodeDecodeError), so `SELECT * FROM corrupt_records_sink` could
+    not be read on the day it mattered. Columns are taken by position: a result may repeat a name."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    fields = df.schema.fields
+    if not any(isinstance(f.dataType, StringType) for f in fields):
+        return df
+    positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
+    return positional.select(*[
+        (F.make_valid_utf8(f"_{i}") if isinstance(f.dataType, StringType) else F.col(f"_{i}")).alias(f.name)
+        for i, f in enumerate(fields)])
+
+
 def cmd_query(args: argparse.Namespace, project: Any) -> int:
     project.use_schema()
     try:
-        df = project.spark.sql(args.sql)
+        df = _valid_text(project.spark.sql(args.sql))
         rows = df.collect()
     except Exception as e:  # noqa: BLE001 (reported as a query error)
         raise LakewatchError("QUERY_FAILED", {"reason": error_paragraph(e, args.verbose)}) from e

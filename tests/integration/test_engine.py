@@ -41,6 +41,15 @@ def test_commands_share_one_engine_and_a_killed_one_is_replaced(tmp_path):
     [line] = [line for line in typo.stderr.splitlines() if line.strip()]
     assert line.startswith("error: ") and "[TABLE_OR_VIEW_NOT_FOUND]" in line and "no_such_table" in line
 
+    # A value that is not UTF-8 (a quarantined line's raw bytes): shown with U+FFFD, as Python decodes
+    # the same bytes with errors='replace', in both output forms, not a UnicodeDecodeError.
+    raw = b'{"order_id": 1, "status": "ok\xff\xfe"}'
+    shown = raw.decode("utf-8", errors="replace")
+    rows = json.loads(cli.run("query", "--json", f"SELECT CAST(unhex('{raw.hex()}') AS STRING) AS line").stdout)
+    assert rows == [{"line": shown}]
+    assert shown in cli.run("query", "--no-truncate", f"SELECT CAST(unhex('{raw.hex()}') AS STRING) AS line").stdout
+    assert re.search(r"\|\s*a\s*\|\s*b\s*\|", cli.run("query", "SELECT 'a' AS x, 'b' AS x").stdout)  # a name twice
+
     os.kill(first.pid, signal.SIGKILL)  # the engine crashes (out of memory, killed)
     result = cli.run("query", "--json", "SELECT 3 AS x")
     assert json.loads(result.stdout) == [{"x": 3}]
