@@ -44,6 +44,13 @@ class EventLogWriter:
         if CHECKPOINT_INTERVAL not in declared:
             self.spark.sql(f"ALTER TABLE {self.table} SET TBLPROPERTIES ({setting})")
 
+    def written_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of the event `ids` the table holds."""
+        if not ids:
+            return set()
+        listed = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+        return {r["id"] for r in self.spark.sql(f"SELECT id FROM {self.table} WHERE id IN ({listed})").collect()}
+
     def append(self, events: Sequence[dict[str, Any]]) -> None:
         if not events:
             return
@@ -66,6 +73,10 @@ class EventLogStream:
     With a `journal`, every event is also appended to that file the moment it is added (one JSON
     object per line): what a killed runner had not written to the table yet is still on disk, and
     `replay_journal` writes it when the update is closed.
+
+    A write that failed may have committed all the same (the connection lost after the server's
+    commit): before its events are written again, those the table already holds are left out, so a
+    retry never writes an event twice (the observability tables sum METRICS events).
     """
 
     def __init__(self, writer: EventLogWriter, next_sequence: Callable[[int], int], instance: str | None,
@@ -89,6 +100,7 @@ class EventLogStream:
         self._thread: threading.Thread | None = None
         self.max_hold = 3.0
         self.journal = journal.open("a", encoding="utf-8") if journal is not None else None
+        self._unsure: set[str] = set()  # ids of events whose write failed, which may have committed
 
     def start(self) -> "EventLogStream":
         if self._thread is None:
@@ -130,6 +142,16 @@ class EventLogStream:
             if not taken:
                 return
             batch = sorted((e for _, e in taken), key=lambda e: e["timestamp"])
+            if self._unsure & {e["id"] for e in batch}:
+                try:
+                    present = self.writer.written_ids([e["id"] for e in batch if e["id"] in self._unsure])
+                except Exception as e:  # noqa: BLE001 (kept and retried, as a failed write)
+                    self._keep(batch, now, e, final)
+                    return
+                self._unsure -= present
+                batch = [e for e in batch if e["id"] not in present]
+                if not batch:
+                    return
             first = self.next_sequence(len(batch))
             for offset, event in enumerate(batch):
                 seq = first + offset
@@ -141,13 +163,20 @@ class EventLogStream:
             try:
                 self.writer.append(batch)
             except Exception as e:  # noqa: BLE001 (kept and retried; the update goes on)
-                with self._lock:
-                    self._pending = [(now, ev) for ev in batch] + self._pending
-                self.on_error(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")
-                if final:
-                    raise
+                self._unsure |= {ev["id"] for ev in batch}
+                self._keep(batch, now, e, final)
                 return
+            self._unsure -= {ev["id"] for ev in batch}
             self.written += len(batch)
+
+    def _keep(self, batch: list[dict[str, Any]], now: float, error: Exception, final: bool) -> None:
+        """Puts a batch that could not be written back in front of the pending events, says why, and
+        raises on the final flush."""
+        with self._lock:
+            self._pending = [(now, ev) for ev in batch] + self._pending
+        self.on_error(f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
+        if final:
+            raise error
 
     def abandon(self) -> None:
         """Stops the background thread and closes the journal without writing: the table is out of

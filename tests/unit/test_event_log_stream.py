@@ -58,3 +58,35 @@ def test_a_failed_update_goes_at_once_and_close_writes_the_rest_once(spark):
     finally:
         s.close()
     assert spark.table(table).count() == 3
+
+
+class CommitsThenFails(EventLogWriter):
+    """A connection lost after the server committed: the append lands, the caller gets an error (once)."""
+
+    def __init__(self, spark, table: str) -> None:
+        super().__init__(spark, table)
+        self.failures = 1
+
+    def append(self, events) -> None:
+        super().append(events)
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("connection lost after the commit")
+
+
+def test_a_write_that_failed_after_its_commit_is_not_written_again(spark):
+    table = "stream_retry_after_commit"
+    writer = CommitsThenFails(spark, table)
+    writer.ensure_table()
+    numbers = count(1)
+    errors: list[str] = []
+    s = EventLogStream(writer, lambda n: next(numbers) if n else 0, "test", interval=120, on_error=errors.append)
+    s.add(E.flow_progress(ORIGIN, AT, "RUNNING"))
+    s.add(E.flow_metrics(ORIGIN.replace(batch_id=0), AT, num_output_rows=3))
+    s.flush(final=False)  # committed, but reported failed: kept for the next flush
+    assert errors and spark.table(table).count() == 2
+    s.add(E.flow_progress(ORIGIN, AT, "COMPLETED"))
+    s.close()
+    ids = [r["id"] for r in spark.table(table).collect()]
+    assert len(ids) == 3 and len(set(ids)) == 3
+    assert s.written == 1  # the retry wrote only the event the table did not hold
