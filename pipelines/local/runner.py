@@ -425,8 +425,6 @@ class _Update:
         try:
             answer = sdp_control.stop_run_until_ended(self.spark, self.runner.local.session_id, self.graph_id,
                                                       self.run_over.wait, started=True)
-            if answer is None:
-                self.stop_remote_run()
         except Exception as e:  # noqa: BLE001 (said; the session's operations are interrupted instead)
             if self.hard_stop:
                 return  # the main thread interrupted the session's operations, this call's among them
@@ -436,6 +434,14 @@ class _Update:
                 self.spark.interruptAll()
             except Exception as e2:  # noqa: BLE001 (the engine is gone: the run ends with it)
                 self.say(f"  warning: the run's operations could not be interrupted: {_one_line(_error_text(e2))}")
+            return
+        if answer is None:
+            try:
+                self.stop_remote_run()
+            except Exception as e:  # noqa: BLE001 (said; the update is closed without them)
+                if not self.hard_stop:
+                    self.say(f"  warning: the run's streaming queries could not be waited for "
+                             f"({_one_line(_error_text(e))}); what they commit may land after this update is closed")
 
     def stop_remote_run(self) -> None:
         """Stops the run on an endpoint without lakewatch's classes (`--remote`) with what Spark Connect
@@ -449,8 +455,12 @@ class _Update:
         (STREAMING_QUERY_NOT_FOUND). So the update stays open until each flow that had started has its
         query seen to end, or not seen in `REMOTE_STREAM_STOP_SECONDS` (it never started), for at
         most `sdp_control.DRAIN_SECONDS`: what they commit is measured and counted in this update."""
-        self.spark.interruptTag(self.run_tag)
-        self.run_over.wait(sdp_control.DRAIN_SECONDS)
+        end = time.monotonic() + sdp_control.DRAIN_SECONDS
+        # Until the run's operation was interrupted or the run ended: a signal just after the run was
+        # asked for may come before the endpoint has registered its operation.
+        while not self.spark.interruptTag(self.run_tag) and not self.run_over.wait(0.2) and time.monotonic() < end:
+            pass
+        self.run_over.wait(max(0.0, end - time.monotonic()))
         with self.events_lock:
             waiting = {flow for flow in self.started_flows
                        if self.is_streaming_flow(short_name(flow))
@@ -458,22 +468,26 @@ class _Update:
         started = time.monotonic()
         seen: set[str] = set()
         said = False
-        while True:
+        while not self.hard_stop:
+            # Every query of this command's session is one of the run's flows, also one whose STARTING
+            # event the interrupted run's event stream did not deliver.
             active = {query.name for query in self.spark.streams.active}
-            seen |= active & waiting
-            waiting -= self.ended_queries
+            waiting |= active
+            seen |= active
+            with self.events_lock:
+                waiting -= self.ended_queries - active
             if time.monotonic() - started >= REMOTE_STREAM_STOP_SECONDS:
-                waiting &= seen | active  # a query not seen by now was never started
-            waiting -= {flow for flow in seen if flow not in active}
-            if not waiting or time.monotonic() - started >= sdp_control.DRAIN_SECONDS:
+                waiting &= seen  # a query not seen by now was never started
+            waiting -= seen - active
+            if not waiting or time.monotonic() >= end:
                 break
-            if not said and active & waiting:
-                self.say(f"  waiting for {', '.join(sorted(short_name(f) for f in active & waiting))}: the endpoint "
+            if not said and active:
+                self.say(f"  waiting for {', '.join(sorted(short_name(f) for f in active))}: the endpoint "
                          "does not let a client stop a pipeline's streaming query; what it commits is counted in "
                          "this update (Ctrl-C again to close the update without it)")
                 said = True
             time.sleep(0.5)
-        if waiting:
+        if waiting and not self.hard_stop:
             self.say(f"  {', '.join(sorted(short_name(f) for f in waiting))} still running after "
                      f"{sdp_control.DRAIN_SECONDS} s; what it writes lands after this update is closed")
 
@@ -667,13 +681,10 @@ class _Update:
         interrupted rather than stopped) are waited for, so what they write is there when the update
         is measured. On a `--remote` endpoint, the stop's end is waited for: it stops the run's
         streaming queries once the run has ended (`stop_remote_run`)."""
+        if self.stopper is not None:  # it says itself what it could not wait for
+            self.stopper.join(sdp_control.DRAIN_SECONDS + 30)
         if not self.runner.local.remote:
             sdp_control.drain_flows(self.spark, self.say, "this update")
-        elif self.stopper is not None:
-            self.stopper.join(sdp_control.DRAIN_SECONDS)
-            if self.stopper.is_alive():
-                self.say(f"  the update's streaming queries did not stop within {sdp_control.DRAIN_SECONDS} s; "
-                         "what they write may land after this update is closed")
 
     def query_ended(self, query_name: str, exception: str | None) -> None:
         """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied
@@ -730,6 +741,7 @@ class _Update:
             current.ended_at = event.timestamp
         if event.status in ("STARTING", "RUNNING"):
             self.started_flows.add(event.flow)
+            self.ended_queries.discard(event.flow)  # a retry: the earlier attempt's query end is no news
         if event.status is not None:
             self.add_flow_event(event)
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
