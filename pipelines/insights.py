@@ -4,8 +4,12 @@ One table of rules, first match wins, read by two places that must agree: the `r
 materialized view (as a SQL CASE over the update's facts, so Databricks computes it from its own
 event log) and the CLI's failure paragraph (`classify`, in Python). A rule's pattern is a
 case-insensitive regular expression that Java and Python read alike, matched against the update's
-facts: its error class, exception classes and message, followed by markers the view derives from
-the events (`@state=CANCELED`, `@backlog_growing`, `@no_progress`). No rule matching is said as such.
+facts: its error class, then the class and message of every exception of the error's chain (outermost
+first: what a rule looks for may be in any of them; a file Spark could not read is named only by a
+middle one, `[FAILED_READ_FILE...]`, whose innermost cause may say just `not a gzip file`), followed
+by markers the view derives from the events (`@state=CANCELED`, `@backlog_growing`, `@no_progress`).
+No rule matching is said as such. Both sides name the file an unreadable-file error concerns from the
+same exception (`FILE_ERROR_CLASS`; the CLI in pipelines/local/runner.py `describe_failure`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ STATE_MARKER = "@state="
 # Set only for an update that logged no error: then the events are all there is to go by.
 BACKLOG_GROWING = "@backlog_growing"  # the files waiting grew during the update
 NO_PROGRESS = "@no_progress"  # no flow completed and no row was written
+# The error class of the exception that names a file Spark could not read (anywhere in the chain).
+FILE_ERROR_CLASS = "FAILED_READ_FILE"
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,20 @@ def concise_sql(expr: str) -> str:
     first = f"substring_index(trim(BOTH {blanks} FROM coalesce({expr}, '')), char(10), 1)"
     stripped = f"regexp_replace({first}, '^(?:[A-Za-z0-9_.$]+(?:Exception|Error): )+', '')"
     return f"CASE WHEN {expr} IS NULL THEN NULL ELSE substring({stripped}, 1, {MAX_MESSAGE}) END"
+
+
+def chain_sql(exceptions_expr: str) -> str:
+    """The facts of an exception chain (`error.exceptions` of the event log, outermost first): every
+    exception's class and message, space-separated ('' for a NULL or empty chain), as the CLI reads them."""
+    return (f"concat_ws(' ', flatten(transform({exceptions_expr}, "
+            f"x -> array(x.class_name, x.message))))")
+
+
+def file_message_sql(exceptions_expr: str) -> str:
+    """The message of the first exception of a chain that names a file Spark could not read (its message
+    starts with `[FAILED_READ_FILE...]`), else NULL."""
+    return (f"try_element_at(filter({exceptions_expr}, "
+            rf"x -> x.message RLIKE '^\\s*\\[{FILE_ERROR_CLASS}[.\\]]'), 1).message")
 
 
 def category_sql(facts_expr: str) -> str:

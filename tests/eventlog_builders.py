@@ -101,16 +101,22 @@ class Update:
     def at(self, seconds: float) -> datetime:
         return self.start + timedelta(seconds=seconds)
 
-    def state(self, state: str, at: float, error: tuple[str, str] | None = None) -> "Update":
+    def state(self, state: str, at: float, error: tuple[str, str] | None = None,
+              chain: Sequence[tuple[str, str]] = ()) -> "Update":
+        """The update's state event; `error` puts one exception on it, `chain` a whole exception chain
+        (outermost first), as the local runner writes a failed update's error (the first failed flow's
+        chain)."""
         err = E.error([E.ExceptionInfo(*error)], fatal=True) if error else None
+        if chain:
+            err = E.error([E.ExceptionInfo(c, m) for c, m in chain], fatal=True)
         return self.add(E.update_progress(self.origin(), self.at(at), state, error_struct=err,
                                           control_plane_seq_no=next(_seq)))
 
     def flow(self, name: str, status: str, at: float, error: Sequence[tuple[str, str]] = (),
-             rows: int | None = None) -> "Update":
+             rows: int | None = None, fatal: bool = True) -> "Update":
         """A flow's status event; `rows` puts `num_output_rows` on it, as a materialized view's terminal
-        event may on Databricks."""
-        err = E.error([E.ExceptionInfo(c, m) for c, m in error], fatal=True) if error else None
+        event may on Databricks. `fatal` False: an error the flow is retried after (`error.fatal`)."""
+        err = E.error([E.ExceptionInfo(c, m) for c, m in error], fatal=fatal) if error else None
         event = E.flow_progress(self.origin(name), self.at(at), status, error_struct=err,
                                 data_plane_seq_no=next(_seq), data_plane_instance="test")
         if rows is not None:

@@ -1036,7 +1036,11 @@ GROUP BY coalesce(error_class, root_cause_class, exception_class)
 """,
 )
 
-_INSIGHT_FACTS = ("concat_ws(' ', i.first_error_class, i.exception_class, i.root_cause_class, i.first_error_message, "
+# The facts the rules read (pipelines/insights.py): the first error's class, the class and message of every
+# exception of its chain (as the CLI reads them), and, should the event log no longer hold that event, what
+# `events` kept of it (outermost and innermost exception).
+_INSIGHT_FACTS = ("concat_ws(' ', i.first_error_class, " + I.chain_sql("i.first_error_chain") + ", "
+                  "i.exception_class, i.root_cause_class, i.first_error_message, "
                   "i.root_cause_message, concat('" + I.STATE_MARKER + "', i.final_state), "
                   "CASE WHEN i.backlog_growing THEN '" + I.BACKLOG_GROWING + "' END, "
                   "CASE WHEN i.no_progress THEN '" + I.NO_PROGRESS + "' END)")
@@ -1061,7 +1065,8 @@ RUN_INSIGHTS = _table(
         ("error_class", "STRING", "Error class ([ERROR_CLASS]) or exception class of the first error"),
         ("root_cause_class", "STRING", "Innermost exception class of the first error"),
         ("message", "STRING", "The first error's message: first line, without exception class names, at most "
-                              "300 characters"),
+                              "300 characters; when an exception of its chain names a file Spark could not "
+                              "read ([FAILED_READ_FILE]), that exception's message, which names the file"),
         ("root_cause_message", "STRING", "The first error's innermost message, concise (often says more than the "
                                          "outer message: the file, the missing column)"),
         ("last_completed_flow", "STRING", "The last flow that completed in the update before it ended (NULL: none)"),
@@ -1083,6 +1088,7 @@ per_update AS (
     min_by(e.exception_class, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS exception_class,
     min_by(e.root_cause_class, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS root_cause_class,
     min_by(e.root_cause_message, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS root_cause_message,
+    min_by(e.event_id, struct(e.event_time, e.seq)) FILTER (WHERE e.has_error) AS first_error_event,
     max_by(e.flow_name, struct(e.event_time, e.seq))
       FILTER (WHERE e.event_type = 'flow_progress' AND e.flow_status = 'COMPLETED' AND e.level <> 'METRICS')
       AS last_completed_flow,
@@ -1100,6 +1106,16 @@ per_update AS (
   FROM events e JOIN ended d ON e.update_id = d.update_id
   GROUP BY e.update_id
 ),
+-- the whole exception chain of each update's first error, from the event log (`events` keeps only its
+-- outermost and innermost exception); none when the live log no longer holds the event
+first_error_chains AS (
+  SELECT l.id AS event_id,
+         max_by(transform(l.error.exceptions, x -> named_struct('class_name', x.class_name, 'message', x.message)),
+                l.`timestamp`) AS exceptions
+  FROM {{event_log}} l
+  WHERE l.error IS NOT NULL AND l.id IN (SELECT first_error_event FROM per_update)
+  GROUP BY l.id
+),
 definitions AS (
   SELECT update_id, flow_name, max(definition_file) AS definition_file, max(definition_line) AS definition_line
   FROM events WHERE event_type = 'flow_definition' AND definition_file IS NOT NULL
@@ -1107,12 +1123,14 @@ definitions AS (
 ),
 insight AS (
   SELECT d.*, p.failing_flow, p.exception_class, p.root_cause_class, p.root_cause_message,
-         p.last_completed_flow, p.chain,
+         p.last_completed_flow, p.chain, c.exceptions AS first_error_chain,
+         coalesce({I.file_message_sql('c.exceptions')}, d.first_error_message) AS first_error_text,
          -- without an error to go by, what the events say
          coalesce(p.error_events, 0) = 0 AND coalesce(p.last_backlog > p.first_backlog, false) AS backlog_growing,
          coalesce(p.error_events, 0) = 0 AND coalesce(p.completed_flows, 0) = 0
            AND coalesce(p.rows_written, 0) = 0 AS no_progress
   FROM ended d LEFT JOIN per_update p ON d.update_id = p.update_id
+  LEFT JOIN first_error_chains c ON p.first_error_event = c.event_id
 ),
 classified AS (
   SELECT i.*, {I.category_sql(_INSIGHT_FACTS)} AS category FROM insight i
@@ -1122,7 +1140,7 @@ SELECT
   f.definition_file, f.definition_line,
   coalesce(i.first_error_class, i.exception_class) AS error_class,
   i.root_cause_class,
-  {I.concise_sql('i.first_error_message')} AS message,
+  {I.concise_sql('i.first_error_text')} AS message,
   {I.concise_sql('i.root_cause_message')} AS root_cause_message,
   i.last_completed_flow,
   transform(i.chain, x -> named_struct('event_time', x.event_time, 'flow_name', x.flow_name,

@@ -41,6 +41,36 @@ LOST = tuple((e["class_name"], e["message"]) for e in interrupted_error(
     "its local engine (pid 4242) stopped: its JVM exited (code -9)")["exceptions"])
 
 
+# Landing gzip files Spark could not read, as the local engine (Spark 4.2) wrote their errors into the event
+# log (the probe's updates ad8b58c0, a0bcc126, a6ee4376, ffa735e1): the file is named only by a middle
+# exception, and the innermost message matches no rule of its own.
+def _read_failure(table: str, query: str, run: str, file: str, root: str) -> Chain:
+    warehouse = f"file:/work/probe/h1/home1/warehouse/lakewatch.db/{table}"
+    return (
+        ("org.apache.spark.sql.streaming.StreamingQueryException",
+         f"[STREAM_FAILED] Query [id = {query}, runId = {run}] terminated with exception: [TASK_WRITE_FAILED] "
+         f"Task failed while writing rows to {warehouse}. SQLSTATE: 58030 SQLSTATE: XXKST"),
+        ("org.apache.spark.SparkException",
+         f"[TASK_WRITE_FAILED] Task failed while writing rows to {warehouse}. SQLSTATE: 58030"),
+        ("org.apache.spark.SparkException",
+         f"[FAILED_READ_FILE.NO_HINT] Encountered error while reading file {file}.  SQLSTATE: KD001"),
+        ("java.io.IOException", root),
+    )
+
+
+_ORDERS_QUERY, _LANDING = "943b9123-cf2d-415c-a40d-0c8616503f4b", "file:///work/probe/h1/home1/landing"
+GZIP_CRC = _read_failure("orders_bronze", _ORDERS_QUERY, "9c5f12f6-6159-43fb-8cd5-d818c719402f",
+                         f"{_LANDING}/orders/b_corrupt_mid.json.gz", "gzip stream CRC failure")
+GZIP_DISTANCE = _read_failure("orders_bronze", _ORDERS_QUERY, "94c0db23-565f-4433-8688-907a832d0c7b",
+                              f"{_LANDING}/orders/b_corrupt_mid.json.gz", "invalid distance too far back")
+GZIP_GARBAGE = _read_failure("orders_bronze", _ORDERS_QUERY, "5d3bbbf7-0a78-4fee-bae7-cdaf52c6ac6a",
+                             f"{_LANDING}/orders/e_trailing_garbage.json.gz", "not a gzip file")
+PLAIN_AS_GZIP = _read_failure("payments_bronze", "0fbc898c-3c99-4b90-9cf9-1d64c794fd95",
+                              "299d2e6f-4f30-4a06-bcee-db8659982500", f"{_LANDING}/payments/g_plain_named.csv.gz",
+                              "not a gzip file")
+UNREADABLE = {"crc": GZIP_CRC, "distance": GZIP_DISTANCE, "garbage": GZIP_GARBAGE, "plain": PLAIN_AS_GZIP}
+
+
 def failed(update_id: str, start: dt.datetime, chain: Chain, flow: str = "orders_bronze") -> Update:
     """`customers_bronze` completes, then `flow` fails with `chain` and the update fails with its outer error."""
     u = Update(update_id, start)
@@ -49,6 +79,20 @@ def failed(update_id: str, start: dt.datetime, chain: Chain, flow: str = "orders
     u.flow(flow, "QUEUED", 5.5).flow(flow, "RUNNING", 6)
     u.flow(flow, "FAILED", 9, error=chain)
     return u.state("FAILED", 10, error=chain[0])
+
+
+def failed_after_retry(update_id: str, start: dt.datetime, chain: Chain, flow: str = "orders_bronze") -> Update:
+    """As the local engine logs a flow failing twice: an error it is retried after (not fatal), the retry,
+    the fatal error, then the update's error with the whole chain (the retry's chain differed only in the
+    query's runId)."""
+    u = Update(update_id, start)
+    u.state("RUNNING", 1)
+    u.ran("customers_bronze", 2, 5, 40)
+    u.flow(flow, "QUEUED", 5.5).flow(flow, "RUNNING", 6)
+    u.flow(flow, "FAILED", 7, error=chain, fatal=False)
+    u.flow(flow, "STARTING", 8).flow(flow, "RUNNING", 8.1)
+    u.flow(flow, "FAILED", 9, error=chain)
+    return u.state("FAILED", 10, chain=chain)
 
 
 def canceled_with_backlog(update_id: str, start: dt.datetime) -> Update:
@@ -101,6 +145,9 @@ case("stall", "source_stalled", canceled_without_progress("stall", _start))
 case("stopped", "canceled", canceled_after_progress("stopped", _start))
 case("lost", "compute_lost", failed("lost", _start, LOST))
 case("odd", I.UNKNOWN, failed("odd", _start, ODD))
+for _name, _chain in UNREADABLE.items():
+    case(_name, "unreadable_file", failed_after_retry(_name, _start, _chain,
+                                                      flow="payments_bronze" if _name == "plain" else "orders_bronze"))
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +186,20 @@ def test_the_failing_flow_the_last_completed_flow_and_a_concise_message(insights
     assert parse == "[PARSE_SYNTAX_ERROR] Syntax error at or near 'FORM'. SQLSTATE: 42601 (line 1, pos 9)"
     # The definition of a flow is not in these event logs (as on Databricks): unknown stays NULL.
     assert (row["definition_file"], row["definition_line"]) == (None, None)
+
+
+@pytest.mark.parametrize("update_id", UNREADABLE)
+def test_an_unreadable_file_is_named_wherever_in_the_chain_spark_says_it(insights, update_id):
+    """The message names the file, as the CLI does: the exception that says which file could not be read
+    ([FAILED_READ_FILE]), not the outer STREAM_FAILED / TASK_WRITE_FAILED text; the root cause stays the innermost."""
+    chain, row = UNREADABLE[update_id], insights[update_id]
+    file_message = chain[2][1]
+    assert row["message"] == file_message
+    file = {"crc": "orders/b_corrupt_mid.json.gz", "distance": "orders/b_corrupt_mid.json.gz",
+            "garbage": "orders/e_trailing_garbage.json.gz", "plain": "payments/g_plain_named.csv.gz"}[update_id]
+    assert f"reading file {_LANDING}/{file}." in row["message"]
+    assert (row["root_cause_class"], row["root_cause_message"]) == chain[-1]
+    assert row["failing_flow"] == ("payments_bronze" if update_id == "plain" else "orders_bronze")
 
 
 def test_the_chain_of_events_is_in_order(insights):
