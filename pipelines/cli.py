@@ -148,7 +148,9 @@ def cmd_redeliver(args: argparse.Namespace, project: Any) -> int:
     for path in fixed:
         _say(f"re-delivered {path}")
     if not fixed:
-        _say("nothing to re-deliver: every upload is complete")
+        _say("nothing to re-deliver: every upload `lakewatch generate` cut short is whole again. `redeliver` knows only "
+             "the files `generate` wrote (its manifest); a file from anywhere else that cannot be read must be "
+             "delivered again by its producer: replace it in the landing folder, whole, under the same name")
     return EXIT_OK
 
 
