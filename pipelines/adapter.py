@@ -116,7 +116,7 @@ def landing_root_of(table: TableSpec, path: str) -> str:
 def cloud_files_options(table: TableSpec, landing_root: str) -> dict[str, str]:
     """The table's Auto Loader options as `cloudFiles.*` reader options (README "Auto Loader options
     per table"). The byte limit is passed as a byte string in bytes (`<n>b`)."""
-    options: dict[str, str] = {"recursiveFileLookup": "true"}
+    options: dict[str, str] = {}
     if table.max_files_per_trigger is not None:
         options["cloudFiles.maxFilesPerTrigger"] = str(table.max_files_per_trigger)
     if table.max_bytes_per_trigger is not None:
