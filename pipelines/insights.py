@@ -63,8 +63,8 @@ RULES: tuple[Rule, ...] = (
          r"FAILED_READ_FILE|CANNOT_READ_FILE|FileReadException|EOFException|Unexpected end of|"
          r"Not in GZIP format|ZipException|MalformedInputException|CORRUPTED|Corrupt",
          "A landing file could not be read (cut short, wrong compression or encoding): deliver it again "
-         "whole (files `lakewatch generate` wrote: `lakewatch redeliver`), and the next update ingests it. The quarantine keeps bad "
-         "lines, not files that cannot be opened."),
+         "whole (files `lakewatch generate` wrote: `lakewatch redeliver`), and the next update ingests it. "
+         "The quarantine keeps bad lines, not files that cannot be opened."),
     Rule("out_of_memory_or_timeout",
          r"OutOfMemoryError|Java heap space|GC overhead|SparkOutOfMemoryError|UNABLE_TO_ACQUIRE_MEMORY|"
          r"TimeoutException|timed out|EXECUTOR_LOST|ExecutorLostFailure|Container killed",

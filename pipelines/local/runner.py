@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
-from pipelines import adapter, cancellation
+from pipelines import adapter, cancellation, insights
 from pipelines import expectations as X
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource
 from pipelines.eventlog import events as E
@@ -679,8 +679,8 @@ class _Update:
     def drain_flows(self) -> None:
         """After a stop: SDP's flows still at work (a view's write under way when the run was
         interrupted rather than stopped) are waited for, so what they write is there when the update
-        is measured. On a `--remote` endpoint, the stop's end is waited for: it stops the run's
-        streaming queries once the run has ended (`stop_remote_run`)."""
+        is measured. The stop's own thread is waited for first: on a `--remote` endpoint it waits for
+        the streaming queries it cannot stop (`stop_remote_run`)."""
         if self.stopper is not None:  # it says itself what it could not wait for
             self.stopper.join(sdp_control.DRAIN_SECONDS + 30)
         if not self.runner.local.remote:
@@ -1311,7 +1311,7 @@ def describe_failure(flow: FlowResult) -> str:
     root = flow.exceptions[-1]
     text = f"{root.class_name}: {root.message}" if root.message else root.class_name
     for e in flow.exceptions:
-        if error_class(e.message) and error_class(e.message).startswith("FAILED_READ_FILE"):
+        if error_class(e.message) and error_class(e.message).startswith(insights.FILE_ERROR_CLASS):
             text += f" ({_one_line(e.message)})"
             break
     return _one_line(text)
