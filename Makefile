@@ -43,8 +43,8 @@ $(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs
 
 # Java's class data sharing archive of the engine's classes (pipelines/local/cds.py): about half of
 # every later engine start's CPU. Recorded once, by a real engine on a throwaway state folder.
-$(CDS): $(JARS) $(JAVA) pipelines/local/cds.py
-	$(BIN)/python -m pipelines.local.cds
+$(CDS): $(JARS) $(JAVA) pipelines/local/cds.py pipelines/local/cds_record.py
+	$(BIN)/python -m pipelines.local.cds_record
 	@touch $@
 
 demo: setup

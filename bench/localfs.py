@@ -41,7 +41,8 @@ def jvm_cpu_seconds(pid: int) -> float:
 def child(variant: str, commits: int, out: Path) -> None:
     from pyspark.sql import SparkSession
 
-    from pipelines.local import cds, localfs
+    from pipelines.local import localfs
+    from pipelines.local.processes import child_pids
     from pipelines.local.session import SMALL_DATA_TUNING, base_conf
 
     if localfs.current_jar() is None:
@@ -54,7 +55,7 @@ def child(variant: str, commits: int, out: Path) -> None:
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         pid = spark.sparkContext._gateway.proc.pid
-        jvm_pid = next((p for p in [pid, *cds.child_pids(pid)] if "java" in Path(f"/proc/{p}/cmdline").read_text()), pid)
+        jvm_pid = next((p for p in [pid, *child_pids(pid)] if "java" in Path(f"/proc/{p}/cmdline").read_text()), pid)
         source, target = f"{tmp}/source", f"{tmp}/target"
         spark.range(1).write.format("delta").save(source)  # warm-up: classes loaded, not timed
         jvm = spark._jvm

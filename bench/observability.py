@@ -30,7 +30,7 @@ from record import heading, record, table  # noqa: E402
 from pipelines.bundle import load_local_settings  # noqa: E402
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA  # noqa: E402
 from pipelines.local.home import LocalHome  # noqa: E402
-from pipelines.local.session import connect_local  # noqa: E402
+from pipelines.local.connection import connect_local  # noqa: E402
 from tests.eventlog_builders import completed_update, event_rows  # noqa: E402
 
 EVENT_LOG = "spark_catalog.lakewatch.lakewatch_ingest_event_log"

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import expectations as X
-from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TableSpec
+from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TablesConfig, TableSpec, load_tables
 from pipelines.formats import file_format
 from pipelines.sqltypes import quote_string
 from pipelines.formats.files import metadata_columns
@@ -299,8 +299,6 @@ class DatabricksEngine:
         root = spark.conf.get(LANDING_ROOT_KEY, None)
         if not root:
             return {}
-        from pipelines.ingestion import tables_config
-
         folders = {}
         for t in tables_config(spark).tables:
             folders[t.bronze_name] = (t, [t.landing_path(root)])
@@ -472,10 +470,20 @@ class LocalEngine:
         return decorate
 
 
-ENGINES: dict[str, Callable[[], Engine]] = {
-    DatabricksEngine.name: DatabricksEngine,
-    LocalEngine.name: LocalEngine,
-}
+def tables_config(spark: SparkSession) -> TablesConfig:
+    """The tables of the pipeline configuration's `lakewatch.tables_config`."""
+    return load_tables(spark.conf.get(TABLES_CONFIG_KEY))
+
+
+# `lakewatch.engine` value -> the engine's implementation. Databricks' is the deployed default; the
+# local engine's is added by `pipelines.local` when its runner starts (`register_engine`), so the
+# deployed package never imports the local engine.
+ENGINES: dict[str, Callable[[], Engine]] = {DatabricksEngine.name: DatabricksEngine}
+
+
+def register_engine(name: str, factory: Callable[[], Engine]) -> None:
+    """Makes `lakewatch.engine=<name>` choose the engine `factory` makes."""
+    ENGINES[name] = factory
 
 
 def engine_for(spark: SparkSession) -> Engine:
@@ -484,4 +492,5 @@ def engine_for(spark: SparkSession) -> Engine:
     try:
         return ENGINES[name]()
     except KeyError:
-        raise ValueError(f"{ENGINE_KEY}={name!r} is not one of {sorted(ENGINES)}") from None
+        raise ValueError(f"{ENGINE_KEY}={name!r} is not one of {sorted(ENGINES)} (the local engine is "
+                         "registered by lakewatch's local runner)") from None

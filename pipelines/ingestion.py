@@ -27,12 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import expectations as X
-from pipelines.adapter import (
-    LANDING_ROOT_KEY,
-    TABLES_CONFIG_KEY,
-    Engine,
-    engine_for,
-)
+from pipelines.adapter import LANDING_ROOT_KEY, Engine, engine_for, tables_config
 from pipelines.config import (
     CORRUPT_RECORD,
     CORRUPT_RECORDS_SINK,
@@ -42,8 +37,6 @@ from pipelines.config import (
     SOURCE_FILE,
     SOURCE_FILE_MTIME,
     TableSpec,
-    TablesConfig,
-    load_tables,
 )
 from pipelines.formats import file_format
 
@@ -131,10 +124,6 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
     @engine.query(table.clean_name, table.clean_name, table.expectations, streaming=True)
     def clean() -> DataFrame:
         return clean_query(spark.readStream.table(table.bronze_name), table)
-
-
-def tables_config(spark: SparkSession) -> TablesConfig:
-    return load_tables(spark.conf.get(TABLES_CONFIG_KEY))
 
 
 def declare_ingestion(spark: SparkSession) -> None:

@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from pipelines.formats import FileFormat, PathKey
+from pipelines.formats.base import FileFormat, PathKey
+from pipelines.formats.files import read_whole
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -204,8 +205,6 @@ _CONTENT_BYTES = re.compile(rb"[^\x00-\x20]")
 
 def _count(path: str | Path, header: bool) -> int | None:
     """Lines with content (a byte above 0x20; a UTF-8 BOM alone is none), less the header."""
-    from pipelines.local.file_ledger import read_whole
-
     data = read_whole(path)
     if data is None:
         return None
@@ -214,7 +213,7 @@ def _count(path: str | Path, header: bool) -> int | None:
     return max(count - 1, 0) if header else count
 
 
-COUNTERS = {
+COUNTERS: dict[str, Callable[[str | Path], int | None]] = {
     ROWS_WITH_HEADER: lambda path: _count(path, header=True),
     ROWS: lambda path: _count(path, header=False),
 }

@@ -4,10 +4,12 @@ one JSON document per file (an object, or an array of objects), as Spark's JSON 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from pipelines.formats import FileFormat, PathKey
+from pipelines.formats.base import FileFormat, PathKey
 from pipelines.formats.files import metadata_columns, text_stream
+from pipelines.formats.json_lines import count_content_lines
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 LINES = "json:lines"
 DOCUMENT = "json:document"
 
-# Rows one landing line (`value`, from the text reader) makes, as `file_ledger.count_content_lines`
+# Rows one landing line (`value`, from the text reader) makes, as `json_lines.count_content_lines`
 # counts them locally: none for a line of spaces and tabs, one per object for a line holding a JSON
 # array of objects (Spark's JSON reader makes a row of each), else one. A byte-order mark at the start
 # of a line is skipped when something follows it, as the reader skips it (and only there).
@@ -62,18 +64,12 @@ def records_sql(table: "TableSpec", folder: str, path_key: PathKey) -> str:
             f"FROM read_files({folder}, format => 'text', ignoreCorruptFiles => 'true')")
 
 
-def _count_lines(path):  # type: ignore[no-untyped-def]
-    from pipelines.local.file_ledger import count_content_lines
-
-    return count_content_lines(path)
-
-
-def _count_documents(path):  # type: ignore[no-untyped-def]
+def _count_documents(path: str | Path) -> int | None:
     from pipelines.formats.json_document import count_document_records
 
     return count_document_records(path)
 
 
-COUNTERS = {LINES: _count_lines, DOCUMENT: _count_documents}
+COUNTERS: dict[str, Callable[[str | Path], int | None]] = {LINES: count_content_lines, DOCUMENT: _count_documents}
 
 FORMAT = FileFormat("json", reader_options, read_local, counter, records_sql)

@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from pipelines.formats.files import metadata_columns, text_stream
+from pipelines.formats.files import metadata_columns, read_whole, text_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,7 +82,5 @@ def _records(data: bytes) -> int:
 def count_document_records(path: str | Path) -> int | None:
     """Records of one landing file as the local reader (and Spark's `multiLine` reader) makes them;
     None when it cannot be read whole or is compressed with a codec this count does not read."""
-    from pipelines.local.file_ledger import read_whole
-
     data = read_whole(path)
     return None if data is None else _records(data)

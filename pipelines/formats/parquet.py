@@ -64,10 +64,10 @@ converted by Arrow casts; rescued columns are formatted in Python, value by valu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from pipelines import sqltypes
-from pipelines.formats import FileFormat, PathKey
+from pipelines.formats.base import FileFormat, PathKey
 from pipelines.formats.files import metadata_columns
 
 if TYPE_CHECKING:
@@ -168,6 +168,6 @@ def count_rows(path: str | Path) -> int | None:
         return None
 
 
-COUNTERS = {ROWS: count_rows}
+COUNTERS: dict[str, Callable[[str | Path], int | None]] = {ROWS: count_rows}
 
 FORMAT = FileFormat("parquet", reader_options, read_local, counter, records_sql)

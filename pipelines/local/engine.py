@@ -31,10 +31,16 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from pipelines.errors import LakewatchError
 from pipelines.local.home import LocalHome
+from pipelines.local.processes import pid_alive
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.client.retries import RetryPolicy
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 DEFAULT_IDLE_SECONDS = 30 * 60
 IDLE_ENV = "LAKEWATCH_ENGINE_IDLE_SECONDS"
@@ -80,24 +86,6 @@ def idle_seconds_default() -> int:
         except ValueError:
             raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": f"{IDLE_ENV}={text!r} is not a number of seconds"}) from None
     return DEFAULT_IDLE_SECONDS
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by its parent) is not alive.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-        return state != b"Z"
-    except (OSError, IndexError):
-        return True
 
 
 def port_open(port: int, timeout: float = 0.5) -> bool:
@@ -169,7 +157,7 @@ def serve(home: LocalHome, spark_conf: Mapping[str, str], idle_seconds: int) -> 
     conf, log_file = engine_conf(home, f"engine-{stamp}-{os.getpid()}", port, spark_conf)
     stopping: list[int] = []
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         stopping.append(signum)
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -277,7 +265,7 @@ def _spawn(home: LocalHome, spark_conf: Mapping[str, str], idle_seconds: int) ->
                                                  "tail": f"not ready after {START_TIMEOUT_SECONDS:.0f}s"})
 
 
-def ensure_running(home: LocalHome, spark_conf: Mapping[str, str], say: Any = None,
+def ensure_running(home: LocalHome, spark_conf: Mapping[str, str], say: Callable[[str], None] | None = None,
                    idle_seconds: int | None = None) -> EngineInfo:
     """The state folder's engine: the running one, or a new one (also after a crash)."""
     notify = say or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -308,7 +296,7 @@ def ensure_running(home: LocalHome, spark_conf: Mapping[str, str], say: Any = No
         return info
 
 
-def _warn_if_stale_settings(info: EngineInfo, spark_conf: Mapping[str, str], notify: Any) -> None:
+def _warn_if_stale_settings(info: EngineInfo, spark_conf: Mapping[str, str], notify: Callable[[str], None]) -> None:
     if info.fingerprint != fingerprint(spark_conf):
         notify("note: the local engine was started with other Spark settings than lakewatch.local.yml now has; "
                "`lakewatch engine stop` applies them at the next start")
@@ -371,7 +359,7 @@ def quiet_query_context_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)  # it logs at ERROR
 
 
-def connect(url: str, session_id: str | None = None, retries: Any = None) -> Any:
+def connect(url: str, session_id: str | None = None, retries: RetryPolicy | None = None) -> ConnectSession:
     """A Spark Connect session on `url` (a new server-side session unless `session_id` is given),
     retrying unanswered calls by `retries` (a pyspark retry policy; see `retries.py`), or by
     Spark Connect's own policy when None."""

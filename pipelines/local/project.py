@@ -19,6 +19,12 @@ INGEST_PIPELINE = "lakewatch_ingest"
 REMOTE_ENV = "LAKEWATCH_REMOTE"
 
 
+def register_local_engine() -> None:
+    """Makes `lakewatch.engine=local`, which the runner sets in every update's configuration, choose the
+    local engine in the definitions (`adapter.engine_for`)."""
+    adapter.register_engine(adapter.LocalEngine.name, adapter.LocalEngine)
+
+
 def _notice(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -61,7 +67,7 @@ class LocalProject:
     @property
     def spark(self) -> Any:
         if self._local is None:
-            from pipelines.local.session import connect_local, connect_remote
+            from pipelines.local.connection import connect_local, connect_remote
 
             if self.remote:
                 self._local = connect_remote(self.remote, self.home)
@@ -93,6 +99,7 @@ class LocalProject:
     def runner(self) -> Any:
         from pipelines.local.runner import LocalRunner
 
+        register_local_engine()
         return LocalRunner(self.local, self.bundle, self.settings, self.home, printer=self.print, verbose=self.verbose)
 
     def use_schema(self, key: str = INGEST_PIPELINE) -> None:

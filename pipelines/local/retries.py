@@ -25,6 +25,8 @@ from typing import Any
 
 from pyspark.sql.connect.client.retries import DefaultPolicy, RetryPolicyState
 
+from pipelines.local.processes import pid_alive
+
 # pyspark warns when a call's retries run out; the command's own error says it, with the reason.
 warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
 
@@ -57,8 +59,6 @@ class WhileAlive(DefaultPolicy):
         self.pid = pid
 
     def can_retry(self, e: BaseException) -> bool:
-        from pipelines.local.engine import pid_alive
-
         return pid_alive(self.pid) and super().can_retry(e)
 
 

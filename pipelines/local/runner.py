@@ -43,7 +43,7 @@ from pipelines.local.plan_schemas import FILE_NAME as PLAN_SCHEMAS_FILE, PlanSch
 from pipelines.local.plan_schemas import Session as PlanSession
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import FlowSeen, SdpEvent, error_class, lost_outcomes, parse, short_name
-from pipelines.local.session import LocalSpark
+from pipelines.local.connection import LocalSpark
 
 FILE_STATE_TABLE = adapter.FILE_STATE_TABLE
 # After a stop on a `--remote` endpoint: how long a flow SDP had started may take to start its streaming query.

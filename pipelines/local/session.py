@@ -1,9 +1,8 @@
-"""Spark settings of the local engine and the Spark Connect sessions commands use.
+"""Spark settings of the local engine's JVM, and the tests' classic session built from them.
 
 The local engine (see `engine`) is one JVM per state folder running Spark `local[2]` with Delta
 Lake, a persistent catalog (Hive metastore on embedded Derby) and a Spark Connect server. Commands
-connect to it (or, with `--remote`, to any Spark Connect endpoint); open-source SDP runs only
-through Spark Connect.
+connect to it (`connection`); open-source SDP runs only through Spark Connect.
 
 Static settings (catalog, extensions, jars) go to the JVM at start; they cannot be set per pipeline.
 JVM logs go to a file under the home's `logs/`, so the terminal shows lakewatch's own output; the
@@ -14,9 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -24,7 +20,7 @@ from pipelines.local import cds, delta_catalog, jars, javalib, localfs, sdp_clas
 from pipelines.local.home import LocalHome
 
 if TYPE_CHECKING:
-    from pipelines.local.retries import WithinBudget  # imports pyspark's Connect client
+    from pyspark.sql import SparkSession
 
 TEST_TUNING = {
     "spark.ui.enabled": "false",
@@ -105,69 +101,6 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
     return conf
 
 
-@dataclass
-class LocalSpark:
-    """A Spark Connect session for one command: on the state folder's resident engine, or on a
-    Spark Connect endpoint given with `--remote` (then there is no JVM log to read)."""
-
-    spark: "object"  # pyspark.sql.connect.session.SparkSession
-    log_file: Path | None
-    home: LocalHome
-    started_seconds: float
-    url: str
-    session_id: str
-    lease: "object | None" = None  # engine.Lease while connected to the local engine
-    engine_pid: int | None = None  # the local engine's process
-    remote_retries: "WithinBudget | None" = None  # the retry policy of a --remote session
-    _lost: str | None = field(default=None, init=False, repr=False)  # why the server is gone, once known
-    _stopped: bool = field(default=False, init=False, repr=False)  # stop() was called
-
-    @property
-    def remote(self) -> bool:
-        return self.lease is None
-
-    @property
-    def remote_url(self) -> str | None:
-        """The `--remote` endpoint, or None on the state folder's local engine."""
-        return self.url if self.remote else None
-
-    def lost(self) -> str | None:
-        """Why this session's server is gone, as a clause ("its local engine (pid 12) stopped: ..."), or
-        None while it is reachable: the local engine's process died, or a `--remote` endpoint stopped
-        answering for longer than its retry budget (retries.WithinBudget)."""
-        from pipelines.local import engine
-
-        if self._lost is not None:
-            return self._lost
-        if self.remote_retries is not None:
-            gave_up = self.remote_retries.gave_up
-            if gave_up is not None:
-                self._lost = f"the Spark Connect endpoint {self.url} stopped answering ({gave_up})"
-            elif self._session_gone():
-                self._lost = (f"the Spark Connect endpoint {self.url} restarted, and the session the update ran "
-                              "on was lost with it")
-        elif self.engine_pid is not None and not engine.pid_alive(self.engine_pid):
-            time.sleep(engine.POLL_SECONDS)  # let it write why it stopped
-            self._lost = f"its local engine (pid {self.engine_pid}) stopped: {engine.stop_reason(self.home)}"
-        return self._lost
-
-    def _session_gone(self) -> bool:
-        """Whether the server dropped this session without being asked: a server that restarted within
-        the retry budget answers with another server-side session (INVALID_HANDLE.SESSION_CHANGED), and
-        pyspark's client then closes itself."""
-        return not self._stopped and bool(getattr(self.spark, "is_stopped", False))
-
-    def stop(self) -> None:
-        self._stopped = True
-        try:
-            self.spark.stop()  # type: ignore[attr-defined]  (releases the server-side session)
-        except Exception:  # noqa: BLE001 (the engine may be gone already)
-            pass
-        finally:
-            if self.lease is not None:
-                self.lease.release()  # type: ignore[attr-defined]
-
-
 # Jobs share the task slots fairly: a small job (an event-log write, a query from another command)
 # gets the next free slot instead of queueing behind every task of a long micro-batch.
 FAIR_POOLS = """<?xml version="1.0"?>
@@ -205,40 +138,7 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     return javalib.with_class_path(conf, dict(spark_conf or {})), log_file
 
 
-def connect_local(home: LocalHome, spark_conf: Mapping[str, str] | None = None, say: "object" = None) -> LocalSpark:
-    """Connects to the state folder's resident engine, starting it first when none runs."""
-    from pipelines.local import engine, retries
-
-    started = time.monotonic()
-    home.create()
-    info = engine.ensure_running(home, dict(spark_conf or {}), say=say)
-    lease = engine.Lease(home)
-    session_id = str(uuid.uuid4())
-    try:
-        spark = engine.connect(info.url, session_id, retries.WhileAlive(info.pid))
-    except Exception:
-        lease.release()
-        raise
-    return LocalSpark(spark=spark, log_file=Path(info.log_file), home=home,
-                      started_seconds=time.monotonic() - started, url=info.url, session_id=session_id, lease=lease,
-                      engine_pid=info.pid)
-
-
-def connect_remote(url: str, home: LocalHome) -> LocalSpark:
-    """Connects to any Spark Connect endpoint (`sc://host:port`) instead of the local engine; a call
-    it does not answer is retried for `retries.remote_retry_seconds()` at most."""
-    from pipelines.local import engine, retries
-
-    started = time.monotonic()
-    home.create()
-    session_id = str(uuid.uuid4())
-    policy = retries.WithinBudget(retries.remote_retry_seconds())
-    spark = engine.connect(url, session_id, policy)
-    return LocalSpark(spark=spark, log_file=None, home=home, started_seconds=time.monotonic() - started,
-                      url=url, session_id=session_id, remote_retries=policy)
-
-
-def classic_test_session(tmp: Path) -> "object":
+def classic_test_session(tmp: Path) -> SparkSession:
     """A classic session with Delta (in-memory catalog) for unit tests and path-based reads."""
     from pyspark.sql import SparkSession as ClassicSession
 

@@ -15,6 +15,7 @@ import pytest
 
 from pipelines.local import engine
 from pipelines.local.home import LocalHome
+from pipelines.local.processes import pid_alive
 from tests.integration.helpers import PROJECT_ROOT, Cli, cli_env, closed_as_failed, project_tables
 
 pytestmark = pytest.mark.integration
@@ -69,7 +70,7 @@ def test_two_state_folders_get_two_engines_and_an_idle_engine_stops_itself(tmp_p
     assert info(a.home).pid != info(b.home).pid and info(a.home).port != info(b.home).port
     pid = info(a.home).pid
     deadline = time.monotonic() + 120
-    while engine.pid_alive(pid):
+    while pid_alive(pid):
         assert time.monotonic() < deadline, "the idle engine did not stop by itself"
         time.sleep(0.5)
     assert engine.read_info(LocalHome(a.home)) is None

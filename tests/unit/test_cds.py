@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.local import cds
+from pipelines.local.processes import child_pids
 
 
 def test_the_option_names_the_archive_only_when_it_exists(tmp_path, monkeypatch):
@@ -36,8 +37,8 @@ def test_a_jvm_given_an_archive_that_is_not_one_still_starts(tmp_path):
 def test_the_test_sessions_jvm_maps_the_archive_when_setup_recorded_one(spark):
     """Oracle: the kernel's memory map of the JVM this test run's Spark session runs in."""
     pid = spark.sparkContext._gateway.proc.pid  # spark-submit's process: the JVM, or its parent
-    maps = "".join(Path(f"/proc/{p}/maps").read_text() for p in [pid, *cds.child_pids(pid)])
+    maps = "".join(Path(f"/proc/{p}/maps").read_text() for p in [pid, *child_pids(pid)])
     archive = cds.default_archive()
     if not archive.is_file():
-        pytest.fail(f"make setup recorded no archive at {archive} (python -m pipelines.local.cds says why)")
+        pytest.fail(f"make setup recorded no archive at {archive} (python -m pipelines.local.cds_record says why)")
     assert str(archive) in maps

@@ -14,7 +14,7 @@ from pipelines.local import inflight
 from pipelines.local.home import LocalHome
 from pipelines.local.recovery import recover_unfinished
 from pipelines.local.runner import LocalRunner, UpdateRequest
-from pipelines.local.session import LocalSpark
+from pipelines.local.connection import LocalSpark
 
 REMOTE = "sc://cluster.example:15002"
 

@@ -11,6 +11,7 @@ from pyspark.pipelines.output import Sink, StreamingTable, TemporaryView
 
 from pipelines import adapter
 from pipelines.ingestion import BRONZE_EXPECTATIONS, declare_ingestion
+from pipelines.local.project import register_local_engine
 from tests.builders import CapturingRegistry
 
 
@@ -24,6 +25,7 @@ def graph(spark, project_root: Path):
     }
     for k, v in settings.items():
         spark.conf.set(k, v)
+    register_local_engine()
     registry = CapturingRegistry()
     adapter.LOCAL_GRAPH.clear()
     with graph_element_registration_context(registry):
@@ -84,6 +86,7 @@ def test_databricks_engine_refuses_expectations_without_databricks_runtime():
 
 
 def test_engine_is_chosen_by_configuration(spark):
+    register_local_engine()
     spark.conf.set(adapter.ENGINE_KEY, "local")
     assert adapter.engine_for(spark).name == "local"
     spark.conf.set(adapter.ENGINE_KEY, "serverless")

@@ -15,6 +15,7 @@ from pyspark.pipelines.output import MaterializedView, StreamingTable
 from pipelines import adapter
 from pipelines.eventlog.schema import EVENT_LOG_DDL
 from pipelines.eventlog.writer import EventLogWriter
+from pipelines.local.project import register_local_engine
 from pipelines.observability.pipeline import declare_observability
 from tests.builders import CapturingRegistry
 
@@ -49,6 +50,7 @@ def observability_outputs(spark, project_root: Path):
     }
     for k, v in settings.items():
         spark.conf.set(k, v)
+    register_local_engine()
     registry = CapturingRegistry()
     with graph_element_registration_context(registry):
         declare_observability(spark)
