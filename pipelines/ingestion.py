@@ -26,7 +26,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import expectations as X
+from pipelines import expectations
 from pipelines.adapter import LANDING_ROOT_KEY, Engine, engine_for, tables_config
 from pipelines.config import (
     CORRUPT_RECORD,
@@ -40,9 +40,9 @@ from pipelines.config import (
 )
 from pipelines.formats import file_format
 
-BRONZE_EXPECTATIONS: tuple[X.Expectation, ...] = (
-    X.warn("no_rescued_data", f"{RESCUED_DATA} IS NULL"),
-    X.warn("no_corrupt_record", f"{CORRUPT_RECORD} IS NULL"),
+BRONZE_EXPECTATIONS: tuple[expectations.Expectation, ...] = (
+    expectations.warn("no_rescued_data", f"{RESCUED_DATA} IS NULL"),
+    expectations.warn("no_corrupt_record", f"{CORRUPT_RECORD} IS NULL"),
 )
 
 # Change data feed and row tracking on the tables the observability views read, so Databricks can

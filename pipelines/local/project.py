@@ -8,12 +8,19 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from pipelines import adapter
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource, load_local_bundle
 from pipelines.config import TablesConfig, load_tables
 from pipelines.local.home import PROJECT_ROOT, LocalHome
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    from pipelines.local.connection import LocalSpark
+    from pipelines.local.lock import RunLock
+    from pipelines.local.runner import LocalRunner
 
 INGEST_PIPELINE = "lakewatch_ingest"
 REMOTE_ENV = "LAKEWATCH_REMOTE"
@@ -40,8 +47,8 @@ class LocalProject:
         self.bundle: Bundle
         self.settings: LocalSettings
         self.bundle, self.settings = load_local_bundle(root, self.home.root)
-        self._local: Any = None
-        self._lock: Any = None
+        self._local: LocalSpark | None = None
+        self._lock: RunLock | None = None
 
     # -- configuration ---------------------------------------------------------------------
     def pipeline(self, key: str = INGEST_PIPELINE) -> PipelineResource:
@@ -65,7 +72,7 @@ class LocalProject:
 
     # -- engine ----------------------------------------------------------------------------
     @property
-    def spark(self) -> Any:
+    def spark(self) -> ConnectSession:
         if self._local is None:
             from pipelines.local.connection import connect_local, connect_remote
 
@@ -92,11 +99,12 @@ class LocalProject:
         self._lock = lock
 
     @property
-    def local(self) -> Any:
+    def local(self) -> LocalSpark:
         _ = self.spark
+        assert self._local is not None
         return self._local
 
-    def runner(self) -> Any:
+    def runner(self) -> LocalRunner:
         from pipelines.local.runner import LocalRunner
 
         register_local_engine()
@@ -147,5 +155,5 @@ class LocalProject:
     def __enter__(self) -> "LocalProject":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -30,14 +30,14 @@ TEST_TUNING = {
     "spark.sql.session.timeZone": "UTC",
     # Delta rebuilds a table's state from its log with this many shuffle partitions. Local logs are
     # small (a checkpoint every 10 commits; every 100 for views and event logs, whose commits are
-    # small), so one task each: every dataset of an update loads several tables' state; the
-    # observability refresh used about a sixth less engine CPU (bench/RESULTS.md).
+    # small), so one task each: every dataset of an update loads several tables' state, and more
+    # tasks cost more to schedule than they save.
     "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
 
 # For many small queries over little data (the observability tables, unit tests): compiling code
-# for every plan and re-planning adaptively cost more than they save (bench/RESULTS.md).
+# for every plan and re-planning adaptively cost more than they save.
 SMALL_DATA_TUNING = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
@@ -115,12 +115,11 @@ def engine_conf(home: LocalHome, stem: str, port: int, spark_conf: Mapping[str, 
     log_config, log_file = write_log_config(home.logs, stem)
     pools = home.logs / "fairscheduler.xml"
     pools.write_text(FAIR_POOLS)
-    # C1-only JIT: local runs are short and small, where C2's compile time never pays back (~10% faster).
+    # C1-only JIT: local runs are short and small, where C2's compile time never pays back.
     # Without tiers the JVM reserves a small code cache (48 MB) that many queries fill; give it room.
     # The parallel collector instead of G1: the engine keeps hundreds of MB of query plans and Delta
-    # state alive, so G1 marked its old generation concurrently all the time; a refresh used about 6%
-    # less engine CPU (bench/RESULTS.md, stop 35), at the price of a full collection (about 0.4 s)
-    # now and then.
+    # state alive, so G1 would mark its old generation concurrently all the time; the price is a full
+    # collection now and then.
     java_options = (f"-Dderby.system.home={home.root} -Dlog4j2.configurationFile=file:{log_config} "
                     "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC")
     conf = {

@@ -53,7 +53,7 @@ def test_append_flows_target_the_shared_sink_after_it_is_defined(graph):
 
 def test_row_tracking_is_declared_for_databricks_only(graph):
     """Databricks' incremental refresh needs change data feed and row tracking on the tables views
-    read; locally row tracking only costs (bench/RESULTS.md), so the local declaration leaves it out."""
+    read; locally row tracking only costs, so the local declaration leaves it out."""
     from pipelines.ingestion import CHANGE_TRACKING
 
     declared = {o.name: o.table_properties for o in graph.outputs if isinstance(o, StreamingTable)}
