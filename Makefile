@@ -41,8 +41,9 @@ $(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs
 	$(BIN)/python -m pipelines.local.javalib
 	@touch $@
 
-# Java's class data sharing archive of the engine's classes (pipelines/local/cds.py): about half of
-# every later engine start's CPU. Recorded once, by a real engine on a throwaway state folder.
+# Java's class data sharing archive of the engine's classes (pipelines/local/cds.py): later engine starts
+# map the classes instead of parsing and verifying them again. Recorded once, by a real engine on a
+# throwaway state folder (pipelines/local/cds_record.py).
 $(CDS): $(JARS) $(JAVA) pipelines/local/cds.py pipelines/local/cds_record.py
 	$(BIN)/python -m pipelines.local.cds_record
 	@touch $@

@@ -10,7 +10,7 @@ dead server that is a command that ends an hour later, saying nothing meanwhile.
   network drop, not an outage); once one call has given up, later calls of the command fail at
   once, so the command exits with `[REMOTE_UNREACHABLE]` instead of waiting the budget again for
   each call. A server that restarts within the budget answers as a new server, without the
-  command's session: that is `[REMOTE_SESSION_LOST]` (see `session.LocalSpark.lost`).
+  command's session: that is `[REMOTE_SESSION_LOST]` (see `connection.LocalSpark.lost`).
 
 Both keep the default policy's backoff and its choice of which errors are worth a retry.
 """

@@ -94,8 +94,8 @@ def bundle_copy(tmp_path, project_root, monkeypatch):
         raise AssertionError("the engine was started")
 
     monkeypatch.setattr(project_module, "LocalProject", Project)
-    monkeypatch.setattr("pipelines.local.session.connect_local", no_engine)
-    monkeypatch.setattr("pipelines.local.session.connect_remote", no_engine)
+    monkeypatch.setattr("pipelines.local.connection.connect_local", no_engine)
+    monkeypatch.setattr("pipelines.local.connection.connect_remote", no_engine)
     monkeypatch.delenv("LAKEWATCH_HOME", raising=False)
     copy = SimpleNamespace(root=root, home=tmp_path / "home", created=created)
     copy.edit = lambda name, old, new: _edit(root / name, old, new)
