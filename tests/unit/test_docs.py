@@ -216,7 +216,7 @@ def test_every_flag_of_every_verb_is_in_the_cli_page():
 # -- (c) links ---------------------------------------------------------------------------------------
 def slug(heading: str) -> str:
     """GitHub's anchor of a Markdown heading."""
-    text = re.sub(r"[`*_]|\[|\]\([^)]*\)", "", heading.strip().lower())
+    text = re.sub(r"[`*]|\[|\]\([^)]*\)", "", heading.strip().lower())
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
@@ -253,7 +253,7 @@ def test_readme_is_short():
 
 def test_no_development_history_in_the_docs():
     for path in DOCS:
-        text = path.read_text(encoding="utf-8")
-        for pattern in (r"\bstop \d+", r"\bissue \d+", r"#\d{1,4}\b(?!\w)"):
-            hits = [m.group(0) for m in re.finditer(pattern, prose(text), re.I)]
+        text = re.sub(r"\]\([^)]*\)", "]", path.read_text(encoding="utf-8"))  # link targets are no history
+        for pattern in (r"\bstop \d+", r"\bissues? \d+", r"(?<![\w&])#\d{1,4}\b"):
+            hits = [m.group(0) for m in re.finditer(pattern, text, re.I)]
             assert not hits, (doc_id(path), hits)
