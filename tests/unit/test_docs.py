@@ -80,7 +80,7 @@ def all_commands() -> list[tuple[str, list[str]]]:
 
 
 def makefile_targets() -> set[str]:
-    return set(re.findall(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", text_of("Makefile"), re.M))
+    return {t for t in re.findall(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", text_of("Makefile"), re.M) if not t.startswith(".")}
 
 
 def verbs() -> dict[str, object]:
@@ -148,6 +148,32 @@ def test_make_command_names_a_target(where: str, words: list[str]):
     targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
     assert targets, f"{where}: bare `make` (write the target)"
     assert set(targets) <= makefile_targets(), f"{where}: {' '.join(words)}: no such Makefile target"
+
+
+def test_inline_make_targets_and_verbs_exist():
+    """`make X` and `lakewatch VERB ...` written inline in the prose name real targets and verbs."""
+    targets, names = makefile_targets(), set(verbs())
+    for path in DOCS:
+        text = prose(path.read_text(encoding="utf-8"))
+        for span in re.findall(r"`([^`\n]+)`", text):
+            words = span.split()
+            if words[0] == "make" and len(words) > 1:
+                assert {w for w in words[1:] if "=" not in w} <= targets, (doc_id(path), span)
+            if Path(words[0]).name == "lakewatch" and len(words) > 1:
+                assert inline_verb(words[1:]) in names | {"VERB", "--help"}, (doc_id(path), span)
+
+
+def inline_verb(words: list[str]) -> str | None:
+    """The verb of an inline `lakewatch ...`: the first word after the global flags (and their values)."""
+    rest = iter(words)
+    for word in rest:
+        if word in ("--home", "--remote"):
+            next(rest, None)
+        elif word == "--verbose":
+            continue
+        else:
+            return word
+    return None
 
 
 # -- (b) lists and counts against the files ----------------------------------------------------------
