@@ -11,7 +11,7 @@ JARS := .cache/ivy/.complete
 CDS := .cache/cds/.complete
 JAVA := .cache/java/.complete
 
-.PHONY: setup browser demo test test-unit test-integration bench clean clean-state
+.PHONY: setup browser demo test test-unit test-integration bench docs-images docs-tables clean clean-state
 
 setup: $(INSTALLED) $(JARS) $(JAVA) $(CDS)
 
@@ -70,6 +70,15 @@ test-integration: setup browser
 
 bench: setup
 	$(BIN)/python bench/run_update.py
+
+# The dashboard pictures of the docs (docs/images/): the demo on a throwaway state folder, its
+# dashboard page opened in headless Chromium (docs/tools/screenshots.py).
+docs-images: setup browser
+	$(BIN)/python docs/tools/screenshots.py
+
+# The table reference of docs/observability.md, from the observability definitions.
+docs-tables: $(INSTALLED)
+	$(BIN)/python docs/tools/observability_tables.py
 
 clean-state:
 	rm -rf .lakewatch

@@ -91,7 +91,7 @@ class Engine(Protocol):
     def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
         """A subquery with one row per landing file: table_name, path, size, create_time,
         discovery_time, commit_time, state (committed, discovered or pending), ..., archive_time,
-        archive_mode and move_location (README "What the tables rely on from the file state")."""
+        archive_mode and move_location (docs/observability.md "The file state the tables rely on")."""
         ...
 
     def query(
@@ -114,8 +114,8 @@ def landing_root_of(table: TableSpec, path: str) -> str:
 
 
 def cloud_files_options(table: TableSpec, landing_root: str) -> dict[str, str]:
-    """The table's Auto Loader options as `cloudFiles.*` reader options (README "Auto Loader options
-    per table"). The byte limit is passed as a byte string in bytes (`<n>b`)."""
+    """The table's Auto Loader options as `cloudFiles.*` reader options (docs/tables.md "Auto Loader
+    options"). The byte limit is passed as a byte string in bytes (`<n>b`)."""
     options: dict[str, str] = {}
     if table.max_files_per_trigger is not None:
         options["cloudFiles.maxFilesPerTrigger"] = str(table.max_files_per_trigger)

@@ -48,17 +48,17 @@ RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME
 
 CORRUPT_RECORDS_SINK = "corrupt_records_sink"
 
-# Auto Loader's cloudFiles.cleanSource modes (README "Auto Loader options per table").
+# Auto Loader's cloudFiles.cleanSource modes (docs/tables.md "Auto Loader options").
 CLEAN_OFF, CLEAN_DELETE, CLEAN_MOVE = "OFF", "DELETE", "MOVE"
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 _TOP_KEYS = ("tables",)
-# Auto Loader options a table may set (README "Auto Loader options per table"; adapter.cloud_files_options
+# Auto Loader options a table may set (docs/tables.md "Auto Loader options"; adapter.cloud_files_options
 # and adapter.local_file_options map them to each engine).
 _SOURCE_KEYS = ("max_files_per_trigger", "max_bytes_per_trigger", "use_notifications", "use_managed_file_events",
                 "clean_source", "clean_source_move_destination", "clean_source_retention", "schema_hints")
-# Reader options of a format (README "Landing file formats"), each valid with one format only.
+# Reader options of a format (docs/tables.md "Landing file formats"), each valid with one format only.
 _FORMAT_KEYS = {"header": "csv", "delimiter": "csv", "quote": "csv", "escape": "csv", "multi_line": "json"}
 _TABLE_KEYS = ("name", "format", "schema", "landing", "expectations", "comment", "max_hours_without_rows",
                *_SOURCE_KEYS, *_FORMAT_KEYS)
@@ -481,7 +481,7 @@ def _move_destination(table: str, value: Any) -> str:
 
 
 def parse_source_options(table: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The table's Auto Loader options, validated (README "Auto Loader options per table")."""
+    """The table's Auto Loader options, validated (docs/tables.md "Auto Loader options")."""
     if data.get("schema_hints") is not None:
         raise ConfigError("CONFIG_UNSUPPORTED_OPTION", {
             "table": table, "key": "schema_hints",

@@ -52,7 +52,7 @@ RULES: tuple[Rule, ...] = (
          r"PATH_NOT_FOUND|FileNotFoundException|No such file or directory|SCHEMA_NOT_FOUND|"
          r"CATALOG_NOT_FOUND|VOLUME_NOT_FOUND|does not exist",
          "A permission or a path is missing: check the grants of the identity the pipeline runs as "
-         "(README, Grants) and that the landing folder, schema and volume exist."),
+         "(docs/deploying.md, Grants) and that the landing folder, schema and volume exist."),
     Rule("schema_mismatch",
          r"UNRESOLVED_COLUMN|UNRESOLVED_FIELD|FIELD_NOT_FOUND|DELTA_FAILED_TO_MERGE_FIELDS|DELTA_METADATA_MISMATCH|"
          r"SCHEMA_MISMATCH|SCHEMA_CHANGE|INCOMPATIBLE_DATA|CANNOT_UP_CAST|DATATYPE_MISMATCH|"

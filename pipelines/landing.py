@@ -11,8 +11,8 @@ And a bundle creates the `landing` volume but cannot create folders inside it.
 So the bundle's job runs `jobs/prepare_landing.py` before its ingest task: for each table of
 `conf/tables.yml`, the landing folder under the landing root is created when it is missing (with its
 parents) and left alone when it is there. It writes only when a folder is missing, so a run after the
-first needs no more than READ VOLUME; creating one needs WRITE VOLUME on the landing volume (README,
-Grants). A folder it cannot create, or a file where a folder should be, fails the task with the table,
+first needs no more than READ VOLUME; creating one needs WRITE VOLUME on the landing volume
+(docs/deploying.md, Grants). A folder it cannot create, or a file where a folder should be, fails the task with the table,
 the folder and the fix, and the job does not start the ingest update. A folder behind a URI scheme
 (`s3://`, `abfss://`, `dbfs:`) is not a path this task can create: it says so, names the folder, and
 leaves it to Auto Loader.
@@ -88,7 +88,7 @@ def prepare_landing_folders(tables_config: str, landing_root: str) -> list[Landi
         except PermissionError as e:
             problems.append(f"table '{table}': cannot create the landing folder {folder} ({e.strerror or e}): "
                             "the identity the job runs as needs WRITE VOLUME (with READ VOLUME) on the landing "
-                            "volume to create it (README, Grants), or create the folder yourself")
+                            "volume to create it (docs/deploying.md, Grants), or create the folder yourself")
             continue
         except OSError as e:
             problems.append(f"table '{table}': cannot create the landing folder {folder}: {e.strerror or e}")
