@@ -124,7 +124,7 @@ def records(versions: Mapping[str, str] | None = None, environ: Mapping[str, str
         jar = folder / patch.library.jar_name
         why = None
         if patch.name in off:
-            why = f"turned off ({OFF_ENV})"
+            why = f"turned off by {OFF_ENV}"
         if why is None:
             why = version_mismatch(patch, versions)
         if why is None:
