@@ -33,11 +33,12 @@ def jvm_command_line(home: Path) -> str:
 def test_an_update_runs_on_the_engine_with_every_patch_off(tmp_path):
     cli = Cli(tmp_path / "home")
     off = {patches.OFF_ENV: patches.ALL}
+    started = cli.run("engine", "start", env=off)
+    said = started.stdout + started.stderr
+    assert f"lakewatch's engine patches: 0 of {len(patches.NAMES)} active; inactive: " in said
+    assert f"view_refresh (turned off by {patches.OFF_ENV})" in said
     cli.run("generate", "--rows", "20", "--files-per-batch", "1", env=off)
-    run = cli.run("run", env=off)
-    said = f"lakewatch's engine patches: 0 of {len(patches.NAMES)} active; inactive: "
-    assert said in run.stderr + run.stdout
-    assert f"view_refresh (turned off by {patches.OFF_ENV})" in run.stderr + run.stdout
+    cli.run("run", env=off)
 
     command = jvm_command_line(cli.home)
     assert "/.cache/java/" not in command  # no jar of lakewatch's: Spark's, SDP's, Hadoop's classes as shipped
