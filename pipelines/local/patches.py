@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping, TypedDict
 
 from pipelines.errors import LakewatchError
 from pipelines.local import delta_catalog, jars, localfs, sdp_classes
-from pipelines.local.javalib import JARS, BuildRefused, JavaLibrary, default_cache, failure_reason, with_class_path
+from pipelines.local.javalib import BuildRefused, JavaLibrary, default_cache, failure_reason, with_class_path
 
 OFF_ENV = "LAKEWATCH_PATCHES_OFF"
 ALL = "all"
@@ -51,13 +51,13 @@ class Patch:
 
 PATCHES: tuple[Patch, ...] = (
     Patch("local_fs", "Hadoop's local file system without a chmod or readlink process per file",
-          "Hadoop's RawLocalFileSystem and RawLocalFs (fs.file.impl, fs.AbstractFileSystem.file.impl)",
+          "Hadoop's RawLocalFileSystem and RawLocalFs, as fs.file.impl and fs.AbstractFileSystem.file.impl",
           {"pyspark": SPARK_VERSION}, localfs.LIBRARY, localfs.spark_conf),
     Patch("unchanged_properties", "no Delta commit for an ALTER TABLE that changes nothing",
-          "Delta's DeltaCatalog (spark.sql.catalog.spark_catalog)",
+          "Delta's DeltaCatalog, as spark.sql.catalog.spark_catalog",
           {"pyspark": SPARK_VERSION, "delta": DELTA_VERSION}, delta_catalog.LIBRARY, delta_catalog.spark_conf),
     Patch("sdp_control", "an update's run stopped on Ctrl-C, and its flows waited for by the recovery",
-          "none (adds classes that call SDP's)", {"pyspark": SPARK_VERSION}, sdp_classes.CONTROL,
+          "nothing: it adds classes that call SDP's", {"pyspark": SPARK_VERSION}, sdp_classes.CONTROL,
           sdp_classes.spark_conf),
     Patch("resolution_pause", "graph resolution waits for its analyses without spinning",
           "SDP's DataflowGraphTransformer", {"pyspark": SPARK_VERSION}, sdp_classes.RESOLUTION_PAUSE,
@@ -160,12 +160,12 @@ def summary(states: Iterable[PatchRecord]) -> str:
 
 
 def describe(states: Iterable[PatchRecord]) -> list[str]:
-    """One line per patch: active or not (and why), and what it improves."""
+    """One line per patch: active or not (and why), what it improves and what it replaces."""
     by_name = {patch.name: patch for patch in PATCHES}
     lines = []
     for state in states:
         patch = by_name.get(state["name"])
-        improves = f": {patch.improves}" if patch else ""
+        improves = f": {patch.improves}; replaces {patch.changes}" if patch else ""
         status = "active" if state["active"] else f"inactive, {state['why']}"
         lines.append(f"{state['name']} ({status}){improves}")
     return lines
