@@ -65,7 +65,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch("scheduler_poll", "the flow scheduler looks at its flows every 10 ms, without spinning",
           "SDP's TriggeredGraphExecution", {"pyspark": SPARK_VERSION}, sdp_classes.SCHEDULER_POLL,
           sdp_classes.spark_conf),
-    Patch("view_refresh", "a materialized view's refresh is one overwrite; readers never see it empty",
+    Patch("view_refresh", "a materialized view's refresh is one overwrite, so readers never see it empty",
           "SDP's DatasetManager and BatchTableWrite", {"pyspark": SPARK_VERSION}, sdp_classes.VIEW_REFRESH,
           sdp_classes.spark_conf, needs=("sdp_control",)),
     Patch("flow_starts", "a flow that reads no table starts without its query analysed again",
