@@ -32,13 +32,14 @@ $(JARS): $(INSTALLED) pipelines/local/jars.py
 	$(BIN)/python -m pipelines.local.jars
 	@touch $@
 
-# lakewatch's Java classes (pipelines/local/javalib.py), compiled once with the JDK's javac: Hadoop's
-# local file system without a chmod or readlink process per file (localfs.py), Delta's catalog
-# without a commit for an ALTER TABLE that changes nothing (delta_catalog.py), and five of SDP's
-# classes rewritten so that it waits without spinning or oversleeping, refreshes a materialized view
-# in one overwrite and starts a flow that reads no table without analysing it again (sdp_classes.py).
-$(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/localfs.py pipelines/local/delta_catalog.py pipelines/local/sdp_classes.py $(shell find pipelines/local/java -name '*.java')
-	$(BIN)/python -m pipelines.local.javalib
+# lakewatch's engine patches (pipelines/local/patches.py lists them), one jar each, compiled once with
+# the JDK's javac (javalib.py): Hadoop's local file system without a chmod or readlink process per
+# file (localfs.py), Delta's catalog without a commit for an ALTER TABLE that changes nothing
+# (delta_catalog.py), and SDP's classes rewritten so that it waits without spinning or oversleeping,
+# refreshes a materialized view in one overwrite and starts a flow that reads no table without
+# analysing it again (sdp_classes.py). A patch that cannot be built is left out on its own.
+$(JAVA): $(INSTALLED) $(JARS) pipelines/local/javalib.py pipelines/local/patches.py pipelines/local/localfs.py pipelines/local/delta_catalog.py pipelines/local/sdp_classes.py $(shell find pipelines/local/java -name '*.java')
+	$(BIN)/python -m pipelines.local.patches
 	@touch $@
 
 # Java's class data sharing archive of the engine's classes (pipelines/local/cds.py): later engine starts

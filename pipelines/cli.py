@@ -359,6 +359,13 @@ def cmd_engine(args: argparse.Namespace, project: Any) -> int:
     _say(f"local engine for {home.root}: running, pid {info.pid}, {info.url}, up {uptime:.0f}s, "
          f"{engine.live_clients(home)} client(s) connected, stops after {info.idle_seconds}s idle")
     _say(f"  JVM log: {info.log_file}")
+    recorded = engine.read_patches(home)
+    if recorded:
+        from pipelines.local import patches
+
+        _say(f"  lakewatch's patches ({patches.OFF_ENV} turns them off by name at the next start):")
+        for line in patches.describe(recorded):
+            _say(f"    {line}")
     return EXIT_OK
 
 

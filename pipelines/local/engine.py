@@ -42,10 +42,13 @@ if TYPE_CHECKING:
     from pyspark.sql.connect.client.retries import RetryPolicy
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    from pipelines.local.patches import PatchRecord
+
 DEFAULT_IDLE_SECONDS = 30 * 60
 IDLE_ENV = "LAKEWATCH_ENGINE_IDLE_SECONDS"
 START_TIMEOUT_SECONDS = 180.0
 POLL_SECONDS = 1.0
+PATCHES_KEY = "patches"  # engine.json: which of lakewatch's patches the engine runs (patches.py)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,15 @@ def read_info(home: LocalHome) -> EngineInfo | None:
         return None
 
 
+def read_patches(home: LocalHome) -> "list[PatchRecord]":
+    """The state of each of lakewatch's patches (patches.PatchRecord) in the engine recorded in
+    `<home>/engine/engine.json`, as it started; empty when none is recorded."""
+    try:
+        return list(json.loads(info_file(home).read_text()).get(PATCHES_KEY, []))
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -149,6 +161,7 @@ def serve(home: LocalHome, spark_conf: Mapping[str, str], idle_seconds: int) -> 
     """Runs the engine until it has been idle for `idle_seconds` or gets SIGTERM/SIGINT."""
     from pyspark.sql import SparkSession as ClassicSession
 
+    from pipelines.local import patches
     from pipelines.local.session import engine_conf
 
     home.create()
@@ -173,8 +186,10 @@ def serve(home: LocalHome, spark_conf: Mapping[str, str], idle_seconds: int) -> 
         log_file=str(log_file), out_file=str(engine_dir(home) / "engine.out"),
         fingerprint=fingerprint(spark_conf), idle_seconds=idle_seconds, home=str(home.root),
     )
-    _write_json(info_file(home), asdict(info))
+    patch_records = patches.records()  # as engine_conf saw them: the same environment and jars
+    _write_json(info_file(home), {**asdict(info), PATCHES_KEY: patch_records})
     print(f"lakewatch engine ready on {info.url} (pid {info.pid}, idle stop after {idle_seconds}s)", flush=True)
+    print(patches.summary(patch_records), flush=True)
     last_busy = time.monotonic()
     reason = "stopped"
     jvm = getattr(spark.sparkContext._gateway, "proc", None)  # the JVM this process launched
@@ -293,6 +308,11 @@ def ensure_running(home: LocalHome, spark_conf: Mapping[str, str], say: Callable
         started = time.monotonic()
         info = _spawn(home, spark_conf, seconds)
         notify(f"local engine ready in {time.monotonic() - started:.1f}s (pid {info.pid}, {info.url})")
+        recorded = read_patches(home)
+        if recorded:
+            from pipelines.local import patches
+
+            notify(patches.summary(recorded))
         return info
 
 

@@ -1,9 +1,10 @@
 """Calls into SDP's runs in the local engine's JVM, through SQL's `reflect` (the local engine runs its
 tasks in its driver, where SDP runs): lakewatch's classes `lakewatch.sdp.FlowThreads` and
-`lakewatch.sdp.PipelineRuns` (pipelines/local/java/lakewatch/sdp/, in lakewatch-sdp.jar).
+`lakewatch.sdp.PipelineRuns` (pipelines/local/java/lakewatch/sdp/, in lakewatch-sdp.jar: the
+`sdp_control` patch of pipelines/local/patches.py).
 
 Each call returns None where the classes are not on the engine's class path (a `--remote` endpoint,
-or SDP as shipped): the callers then fall back to what Spark Connect offers (interrupting operations,
+or an engine without the `sdp_control` patch): the callers then fall back to what Spark Connect offers (interrupting operations,
 releasing the session). Any other failure (the engine gone, the call's own error) raises.
 """
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from pipelines.local import cds, delta_catalog, jars, javalib, localfs, sdp_classes
+from pipelines.local import cds, delta_catalog, jars, javalib, patches
 from pipelines.local.home import LocalHome
 
 if TYPE_CHECKING:
@@ -90,11 +90,11 @@ def base_conf(extra_java_options: str = "") -> dict[str, str]:
         "spark.driver.memory": "2g",
         **DELTA_CONF,
         **TEST_TUNING,
-        **delta_catalog.spark_conf(jars.jar_paths()),  # spark.jars: Delta's, then lakewatch's catalog
-        **localfs.spark_conf(),
+        javalib.JARS: ",".join(map(str, jars.jar_paths())),
     }
-    # SDP's rewritten classes (sdp_classes.py) go on the class path too, after localfs's, ahead of Spark's jars.
-    conf = javalib.with_class_path(conf, sdp_classes.spark_conf())
+    # lakewatch's active patches (patches.py): their jars after Delta's in spark.jars or ahead of Spark's
+    # on the class path, and the classes they name.
+    conf = javalib.with_class_path(conf, patches.spark_conf())
     java_options = " ".join(o for o in (extra_java_options, cds.java_options()) if o)
     if java_options:
         conf["spark.driver.extraJavaOptions"] = java_options

@@ -11,14 +11,14 @@ import os
 
 import pytest
 
-from pipelines.local import delta_catalog, javalib
+from pipelines.local import delta_catalog, jars, javalib, patches, session
 
 
 @pytest.fixture(scope="module")
 def jvm(spark):
     if delta_catalog.LIBRARY.current_jar() is None:
         pytest.fail(f"make setup built no {delta_catalog.LIBRARY.jar_name} from the current sources "
-                    "(python -m pipelines.local.javalib says why)")
+                    f"({delta_catalog.LIBRARY.build_failure() or 'python -m pipelines.local.patches says why'})")
     return spark._jvm
 
 
@@ -136,7 +136,10 @@ def test_a_users_class_path_and_jars_are_added_after_lakewatchs_not_instead():
     assert javalib.with_class_path({}, {javalib.CLASS_PATH: "/opt/jdbc.jar"})[javalib.CLASS_PATH] == "/opt/jdbc.jar"
 
 
-def test_without_a_current_jar_deltas_own_catalog_is_named(tmp_path):
-    conf = delta_catalog.spark_conf([tmp_path / "delta.jar"], jar=tmp_path / "missing.jar")
-    assert conf == {javalib.JARS: str(tmp_path / "delta.jar"),
-                    delta_catalog.SESSION_CATALOG: "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+def test_without_the_patch_deltas_own_catalog_is_named(monkeypatch):
+    """The patch turned off (as when its jar is missing or stale): Delta's jars alone in spark.jars, and
+    Delta's own catalog."""
+    monkeypatch.setenv(patches.OFF_ENV, "unchanged_properties")
+    conf = session.base_conf()
+    assert conf[javalib.JARS].split(",") == list(map(str, jars.jar_paths()))
+    assert conf[delta_catalog.SESSION_CATALOG] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"

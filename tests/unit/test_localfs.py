@@ -25,7 +25,8 @@ MODES = ("644", "600", "755", "700", "444", "640", "777", "000")
 @pytest.fixture(scope="module")
 def jvm(spark):
     if localfs.current_jar() is None:
-        pytest.fail(f"make setup built no {localfs.JAR_NAME} from the current sources (python -m pipelines.local.javalib says why)")
+        pytest.fail(f"make setup built no {localfs.JAR_NAME} from the current sources "
+                    f"({localfs.LIBRARY.build_failure() or 'python -m pipelines.local.patches says why'})")
     return spark._jvm
 
 

@@ -15,8 +15,7 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * <p>Without Hadoop's native library (pyspark ships none), {@link RawLocalFileSystem} runs a
  * {@code chmod} process for every file it creates and a {@code readlink} process for every link
  * status it is asked for (each rename through {@code FileContext}: Delta's log, streaming
- * checkpoints). An observability refresh started about 3,700 processes, an ingest update with
- * nothing new about 900, about 2 ms each. This class does the same two things with Java's own file
+ * checkpoints), thousands in an update. This class does the same two things with Java's own file
  * API (the file's mode as chmod sets it; a file's status where it is not a link), and leaves a
  * symbolic link's status to Hadoop.
  */

@@ -12,16 +12,16 @@ import scala.collection.immutable.Set;
 
 /**
  * A flow started without analysing its query again when nothing it reads can have changed since the
- * update resolved the graph (see {@link SdpClasses}).
+ * update resolved the graph (the {@code flow_starts} patch, see {@link SdpClasses}).
  *
  * <p>Open-source SDP 4.2 resolves the whole graph when an update starts, materializes the tables,
  * and then, as it starts each flow, resolves the flow's part of the graph again ({@code
  * DataflowGraph.reanalyzeFlow}: the flow and the flows upstream of it, up to the tables), so that a
  * flow reading a table sees the table as materialized. A flow whose part of the graph reads no table
  * (of the graph or outside it), only files and temporary views, gets the same analysis again: for
- * the local engine's bronze flows that is the rescue plan, analysed twice more at every flow start
- * (0.3-0.5 s each, one flow after another). For such a flow the resolution the update already made
- * is returned; any other flow is analysed again, as before.
+ * the local engine's bronze flows that is the rescue plan, analysed twice more at every flow start,
+ * one flow after another. For such a flow the resolution the update already made is returned; any
+ * other flow is analysed again, as before.
  */
 public final class FlowStarts {
     private FlowStarts() {}

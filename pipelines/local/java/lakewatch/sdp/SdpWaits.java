@@ -1,13 +1,11 @@
 package lakewatch.sdp;
 
 /**
- * How SDP's rewritten classes wait (see {@link SdpClasses}): graph resolution pauses {@value
- * #RESOLUTION_PAUSE_NANOS} ns between two looks at its futures, and the flow scheduler sleeps at most
- * {@value #POLL_MILLIS} ms between two looks at its flows.
+ * How SDP's flow scheduler waits once the {@code scheduler_poll} patch rewrote it (see {@link
+ * SdpClasses}): it sleeps at most {@value #POLL_MILLIS} ms between two looks at its flows, whatever
+ * the polling interval says, and never yields in a loop.
  */
 public final class SdpWaits {
-    /** How long graph resolution pauses between two looks at its futures: 0.2 ms. */
-    public static final long RESOLUTION_PAUSE_NANOS = 200_000L;
     /** The longest the flow scheduler sleeps between two looks at its flows: 10 ms. */
     public static final long POLL_MILLIS = 10L;
 

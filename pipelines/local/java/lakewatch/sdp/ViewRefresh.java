@@ -21,7 +21,7 @@ import org.apache.spark.sql.pipelines.graph.Table;
  * A materialized view's refresh as one Delta commit, as on Databricks (see {@link SdpClasses}).
  *
  * <p>Open-source SDP 4.2 empties every materialized view ({@code TRUNCATE TABLE}) while it sets up
- * tables, and its flow appends the new rows when it runs, often tens of seconds later. Meanwhile a
+ * tables, and its flow appends the new rows only when it runs, after the flows before it. Meanwhile a
  * reader (an alert, the dashboard, a query) sees the view empty, and a flow that fails leaves it
  * empty. With the two calls below, SDP's table setup leaves a materialized view as it is, and its
  * flow replaces the rows in one overwrite: each committed version of the view is a whole refresh.
