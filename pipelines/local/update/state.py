@@ -12,7 +12,7 @@ Four threads share an update:
 
 What each field's writer is, and which lock guards it, is said next to it. Everything else an update
 holds is written by the main thread alone, or written before the run starts and only read after
-(`context.Registration`).
+(the registration fields of `context.UpdateContext`).
 """
 
 from __future__ import annotations

@@ -123,11 +123,12 @@ class Stopping:
         again until the run has ended (`sdp_control.stop_run_until_ended`). Where lakewatch's classes
         are not in the engine (`--remote`), `stop_remote_run`."""
         ctx, state = self.ctx, self.state
-        assert state.cancellation is not None and ctx.graph_id is not None
+        assert state.cancellation is not None
         self.save_cancellation()  # first: a scheduler may follow SIGTERM with SIGKILL
         ctx.say(f"  {state.cancellation.why}: stopping update {self.update_id[:8]}")
         ctx.update_state("STOPPING")  # Databricks' state while an update waits for its queries to shut down
         try:
+            assert ctx.graph_id is not None  # registered before the run was asked for
             answer = sdp_control.stop_run_until_ended(ctx.spark, ctx.local.session_id, ctx.graph_id,
                                                       state.run_over.wait, started=True)
         except Exception as e:  # noqa: BLE001 (said; the session's operations are interrupted instead)
