@@ -22,7 +22,6 @@ from typing import Any, Sequence
 from pipelines import cancellation, console
 from pipelines.console import EXIT_ERROR, EXIT_FAILED, EXIT_OK, exit_code
 from pipelines.console import say as _say
-from pipelines.dashboard.files import dashboard_files, write_dashboard_file
 from pipelines.errors import LakewatchError, engine_message
 
 
@@ -199,6 +198,7 @@ def cmd_check(args: argparse.Namespace, project: Any) -> int:
 def check_queries(project: Any) -> int:
     """Runs every alert query and every dashboard widget query on the local tables."""
     from pipelines.alerts import load_alerts, run_alert
+    from pipelines.dashboard.files import dashboard_files
     from pipelines.dashboard.lvdash import load_dashboard
     from pipelines.dashboard.render import run_widgets
 
@@ -218,6 +218,8 @@ def check_queries(project: Any) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.dashboard.files import dashboard_files, write_dashboard_file
+
     files = dashboard_files(project)
     if not files:
         raise LakewatchError("BUNDLE_INVALID", {"where": "resources.dashboards", "reason": "the bundle has no dashboard"})
