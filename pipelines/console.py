@@ -23,7 +23,8 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 class Outcome(Protocol):
     """An update's or a job's result, as far as its exit code goes."""
 
-    canceled: cancellation.Canceled | None
+    @property
+    def canceled(self) -> cancellation.Canceled | None: ...
 
     @property
     def ok(self) -> bool: ...
