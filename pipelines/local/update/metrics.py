@@ -20,7 +20,7 @@ from pipelines.local.sdp_events import short_name
 Event = dict[str, Any]
 
 
-def written_rows(batch: BatchProgress, flow: str) -> Any:
+def written_rows(batch: BatchProgress, flow: str) -> int | None:
     """The rows the micro-batch of `flow` (short name) wrote, by the count the local engine observes
     on its output (`adapter.output_metric_name`); None when not observed."""
     return batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
@@ -38,7 +38,7 @@ def expectation_results(rules: adapter.DatasetExpectations, counts: Mapping[str,
 
 
 def quality(rules: adapter.DatasetExpectations | None, counts: Mapping[str, Any] | None,
-            dataset: str) -> tuple[list[dict[str, Any]] | None, Any]:
+            dataset: str) -> tuple[list[dict[str, Any]] | None, int | None]:
     """(expectation results, dropped records) of a dataset from its counts; (None, None) when the dataset
     has no expectations or its counts were not measured."""
     if rules is None or counts is None:
