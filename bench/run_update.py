@@ -47,7 +47,7 @@ def main() -> int:
     from pipelines.generator import generate_batch, load_column_settings
     from pipelines.local.home import LocalHome
     from pipelines.local.project import LocalProject
-    from pipelines.local.runner import UpdateRequest
+    from pipelines.local.update.types import UpdateRequest
 
     lines = []
     t0 = time.monotonic()

@@ -11,15 +11,18 @@ plain PySpark that both engines run.
 | delta sink    | `tableName` in the pipeline's catalog and schema   | a Delta `path` under the local home           |
 | row tracking  | on for tables that views read (incremental refresh) | off (SDP recomputes every view in full)     |
 
-The local engine also records, per registration, what the runner needs to measure an update
-(`LOCAL_GRAPH`): which flows read which landing folders, and each dataset's expectations.
+The local engine also records, per registration, what the runner needs to measure an update: which
+flows read which landing folders, and each dataset's expectations, into the `LocalGraph` the runner
+installs around the registration (`recording`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -364,17 +367,27 @@ class LocalGraph:
     source_notes: dict[str, list[str]] = field(default_factory=dict)  # table -> options without local equivalent
     record_counters: dict[str, str] = field(default_factory=dict)  # flow name -> formats.count_records counter
 
-    def clear(self) -> None:
-        self.sinks.clear()
-        self.file_sources.clear()
-        self.clean_sources.clear()
-        self.source_notes.clear()
-        self.record_counters.clear()
-        self.expectations.clear()
-        self.measured_flows.clear()
+
+# The graph of the registration under way in this context; set only by `recording`.
+_RECORDING: contextvars.ContextVar[LocalGraph | None] = contextvars.ContextVar("lakewatch_local_graph", default=None)
 
 
-LOCAL_GRAPH = LocalGraph()
+@contextlib.contextmanager
+def recording(graph: LocalGraph) -> Iterator[LocalGraph]:
+    """Has the local engine record into `graph` what the definitions registered in this context declare
+    (the local runner wraps its registration of a pipeline's definition files in it)."""
+    token = _RECORDING.set(graph)
+    try:
+        yield graph
+    finally:
+        _RECORDING.reset(token)
+
+
+def recorded_graph() -> LocalGraph:
+    """The graph `recording` installed; outside one (a test or a session reading files through the local
+    engine without a runner) a fresh graph that nobody reads."""
+    graph = _RECORDING.get()
+    return graph if graph is not None else LocalGraph()
 
 
 def enforce(df: DataFrame, dataset: str, expectations: Sequence[X.Expectation], streaming: bool) -> DataFrame:
@@ -402,21 +415,23 @@ class LocalEngine:
     def read_files(self, spark: SparkSession, table: TableSpec, path: str) -> DataFrame:
         root = landing_root_of(table, path)
         options, notes = local_file_options(table, root)
+        graph = recorded_graph()
         if notes:
-            LOCAL_GRAPH.source_notes[table.name] = notes
+            graph.source_notes[table.name] = notes
         if table.clean_source in (CLEAN_DELETE, CLEAN_MOVE):
-            LOCAL_GRAPH.clean_sources[table.bronze_name] = (table.clean_source, table.move_destination_path(root))
+            graph.clean_sources[table.bronze_name] = (table.clean_source, table.move_destination_path(root))
         return file_format(table).read_local(spark, table, path, options)
 
     def sink_options(self, spark: SparkSession, sink: str, schema_ddl: str) -> dict[str, str]:
         root = spark.conf.get(SINK_ROOT_KEY)
         path = f"{root.rstrip('/')}/{sink}"
-        LOCAL_GRAPH.sinks[sink] = LocalSink(sink, path, schema_ddl)
+        recorded_graph().sinks[sink] = LocalSink(sink, path, schema_ddl)
         return {"path": path}
 
     def register_file_source(self, flow: str, path: str, counter: str) -> None:
-        LOCAL_GRAPH.file_sources[flow] = path
-        LOCAL_GRAPH.record_counters[flow] = counter
+        graph = recorded_graph()
+        graph.file_sources[flow] = path
+        graph.record_counters[flow] = counter
 
     def table_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
         """`properties` without `delta.enableRowTracking`.
@@ -453,10 +468,11 @@ class LocalEngine:
         rules = tuple(expectations)
 
         def decorate(function: QueryFunction) -> QueryFunction:
+            graph = recorded_graph()
             if dataset is not None and rules:
-                LOCAL_GRAPH.expectations[dataset] = DatasetExpectations(dataset, rules, streaming, function)
+                graph.expectations[dataset] = DatasetExpectations(dataset, rules, streaming, function)
             if streaming:
-                LOCAL_GRAPH.measured_flows.add(flow)
+                graph.measured_flows.add(flow)
 
             @functools.wraps(function)
             def enforced() -> DataFrame:

@@ -1,8 +1,9 @@
 """`lakewatch`: run the bundle's pipelines on the local engine, generate landing data, query the
 local tables, and run the whole demo.
 
-Exit codes: 0 success, 1 a pipeline update failed (or an alert triggered, where asked), 2 bad input
-or an error before anything ran. Errors print as one paragraph; `--verbose` adds the stack trace.
+Exit codes (`pipelines.console`): 0 success, 1 a pipeline update failed (or an alert triggered, where
+asked), 2 bad input or an error before anything ran. Errors print as one paragraph; `--verbose` adds the
+stack trace.
 """
 
 from __future__ import annotations
@@ -18,14 +19,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipelines import cancellation
+from pipelines import cancellation, console
+from pipelines.console import EXIT_ERROR, EXIT_FAILED, EXIT_OK, exit_code
+from pipelines.console import say as _say
 from pipelines.errors import LakewatchError, engine_message
-
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
-
-
-def _say(text: str) -> None:
-    print(text, flush=True)
 
 
 def _split_list(text: str | None) -> tuple[str, ...]:
@@ -60,7 +57,7 @@ def error_paragraph(error: BaseException, verbose: bool) -> str:
 # -- commands ---------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.preflight import check_update
-    from pipelines.local.runner import UpdateRequest, summarize
+    from pipelines.local.update.types import UpdateRequest
 
     configuration = _key_values(args.set)
     # Bad input (an unknown pipeline, an unresolved variable, tables.yml, landing folders) fails
@@ -76,44 +73,9 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
         configuration=configuration,
     )
     result = project.runner().run_update(request)
-    for line in summarize(result):
+    for line in console.update_report(result, timings=args.verbose):
         _say(line)
-    if args.verbose:
-        _say("  timings: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in result.timings))
-    if not result.ok:
-        _say(failure_paragraph(result))
     return exit_code(result)
-
-
-def exit_code(result: Any) -> int:
-    """0 for a completed update or job; 128 plus the signal's number for one a signal stopped (or that
-    completed while one came: the command was still asked to stop); else 1."""
-    if result.canceled is not None:
-        return int(result.canceled.exit_code)
-    return EXIT_OK if result.ok else EXIT_FAILED
-
-
-def failure_paragraph(result: Any) -> str:
-    """The error line of a failed update, then its insight: root-cause category and what to do."""
-    from pipelines import insights
-    from pipelines.local.runner import describe_failure
-
-    failed = result.failed_flows()
-    if result.state == "CANCELED" and result.canceled is not None:
-        detail = f"stopped by {result.canceled.why}"
-    elif failed:
-        detail = "; ".join(f"flow '{flow.short_name}' failed: {describe_failure(flow)}" for flow in failed)
-    else:
-        detail = f"{result.error_class_name}: {' '.join((result.error or '').split())[:800]}"
-    texts = [result.error_class_name, result.error]
-    for flow in failed:
-        texts += [flow.error] + [f"{e.class_name} {e.message or ''}" for e in flow.exceptions]
-    flows = result.flows.values()
-    no_progress = not (result.error or failed) and not any(f.status == "COMPLETED" for f in flows) \
-        and not any(f.rows_written for f in flows)
-    category, action = insights.classify(insights.facts(result.state, texts, no_progress=no_progress))
-    return (f"error: update {result.update_id} of '{result.pipeline_name}' {result.state}: {detail}\n"
-            f"insight: {category}: {action}")
 
 
 def cmd_generate(args: argparse.Namespace, project: Any) -> int:
@@ -202,20 +164,13 @@ def cmd_query(args: argparse.Namespace, project: Any) -> int:
 def cmd_job(args: argparse.Namespace, project: Any) -> int:
     from pipelines.local.job import run_job
     from pipelines.local.preflight import check_job
-    from pipelines.local.runner import summarize
 
     check_job(project, args.job)  # every pipeline task's input, before the engine starts
     project.lock_runs(f"lakewatch job {args.job}")
     result = run_job(project.runner(), project.bundle, args.job, say=_say)
     for task in result.tasks:
-        _say(f"task {task.task_key}: {task.state}")
-        if task.error is not None:
-            _say(f"  {task.error}")
-        if task.update is not None:
-            for line in summarize(task.update):
-                _say("  " + line)
-            if not task.update.ok:
-                _say("  " + failure_paragraph(task.update))
+        for line in console.task_report(task.task_key, task.state, task.error, task.update):
+            _say(line)
     return exit_code(result)
 
 
@@ -243,6 +198,7 @@ def cmd_check(args: argparse.Namespace, project: Any) -> int:
 def check_queries(project: Any) -> int:
     """Runs every alert query and every dashboard widget query on the local tables."""
     from pipelines.alerts import load_alerts, run_alert
+    from pipelines.dashboard.files import dashboard_files
     from pipelines.dashboard.lvdash import load_dashboard
     from pipelines.dashboard.render import run_widgets
 
@@ -261,16 +217,9 @@ def check_queries(project: Any) -> int:
     return failed
 
 
-def dashboard_files(project: Any) -> list[tuple[str, Path]]:
-    """(resource key, .lvdash.json path) of every dashboard resource in the bundle."""
-    result = []
-    for key, raw in sorted(project.bundle.resources("dashboards").items()):
-        source = project.bundle.resource_file("dashboards", key)
-        result.append((key, (source.parent / raw["file_path"]).resolve()))
-    return result
-
-
 def cmd_dashboard(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.dashboard.files import dashboard_files, write_dashboard_file
+
     files = dashboard_files(project)
     if not files:
         raise LakewatchError("BUNDLE_INVALID", {"where": "resources.dashboards", "reason": "the bundle has no dashboard"})
@@ -279,21 +228,6 @@ def cmd_dashboard(args: argparse.Namespace, project: Any) -> int:
     for key, path in files:
         failed += write_dashboard_file(project, key, path, args.output)
     return EXIT_FAILED if failed else EXIT_OK
-
-
-def write_dashboard_file(project: Any, key: str, path: Path, output: Path | None = None) -> int:
-    """Renders one dashboard to HTML; says where it is and which widgets failed. Returns failures."""
-    from pipelines.dashboard.render import render_dashboard
-
-    title = project.bundle.resources("dashboards").get(key, {}).get("display_name")
-    rendered = render_dashboard(project.spark, path, title=str(title) if title else None)
-    target = output or project.home.root / f"{key}.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(rendered.html, encoding="utf-8")
-    _say(f"dashboard {key}: {target} ({len(rendered.results)} widgets in {rendered.seconds:.0f}s; open it in a browser)")
-    for result in rendered.failed():
-        _say(f"error: dashboard {key} widget {result.widget.name}: {result.error}")
-    return len(rendered.failed())
 
 
 def cmd_alerts(args: argparse.Namespace, project: Any) -> int:

@@ -13,11 +13,13 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pipelines.config import CORRUPT_RECORDS_SINK
-from pipelines.generator import generate_batch, load_column_settings, redeliver
 from pipelines.alerts import format_result, load_alerts, run_alert
+from pipelines.config import CORRUPT_RECORDS_SINK
+from pipelines.console import failed_on_purpose, failure_paragraph, summarize
+from pipelines.dashboard.files import dashboard_files, write_dashboard_file
+from pipelines.generator import generate_batch, load_column_settings, redeliver
 from pipelines.local.job import run_job
-from pipelines.local.runner import UpdateRequest, UpdateResult, describe_failure, summarize
+from pipelines.local.update.types import UpdateRequest, UpdateResult
 
 JOB = "lakewatch_job"
 
@@ -103,8 +105,6 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
         say(f"UNEXPECTED: job task {task.task_key} FAILED: {task.error}")
         ok = False
     if not observability.ok:
-        from pipelines.cli import failure_paragraph
-
         say(f"UNEXPECTED: the observability update ended {observability.state}")
         say(failure_paragraph(observability))
         ok = False
@@ -116,8 +116,6 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
 
 
 def print_dashboard(project: Any) -> bool:
-    from pipelines.cli import dashboard_files, write_dashboard_file
-
     return sum(write_dashboard_file(project, key, path) for key, path in dashboard_files(project)) == 0
 
 
@@ -163,11 +161,7 @@ def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateRes
             as_expected = False
             say(f"UNEXPECTED: update {number} ({result.update_id}) ended {result.state}")
         if not result.ok:
-            for flow in result.failed_flows():
-                say(f"update {number} ({result.update_id}) FAILED on purpose: flow {flow.short_name} could not "
-                    f"read an incomplete upload: {describe_failure(flow)}")
-            skipped = [f.short_name for f in result.flows.values() if f.status == "SKIPPED"]
-            if skipped:
-                say(f"  downstream flows skipped: {', '.join(sorted(skipped))}")
+            for line in failed_on_purpose(number, result):
+                say(line)
     say("the demo ran as intended" if as_expected else "the demo did NOT run as intended (see above)")
     return as_expected

@@ -9,7 +9,7 @@ first: what a rule looks for may be in any of them; a file Spark could not read 
 middle one, `[FAILED_READ_FILE...]`, whose innermost cause may say just `not a gzip file`), followed
 by markers the view derives from the events (`@state=CANCELED`, `@backlog_growing`, `@no_progress`).
 No rule matching is said as such. Both sides name the file an unreadable-file error concerns from the
-same exception (`FILE_ERROR_CLASS`; the CLI in pipelines/local/runner.py `describe_failure`).
+same exception (`FILE_ERROR_CLASS`; the console text in pipelines/console.py `describe_failure`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ So a streaming flow's COMPLETED passes only once its query's own termination eve
 client-side listener) says it ended without an exception. A FAILED or STOPPED (a stopped update: the
 stop ended the query) before it drops it, and so does
 any later status of the flow (FAILED, STOPPED, or a retry starting). What is still held when the run
-ends is settled by the runner (`runner._Update.settle_held_completions`).
+ends is settled by the runner (`update.flow_events.FlowEvents.settle_held_completions`).
 """
 
 from __future__ import annotations

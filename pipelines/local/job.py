@@ -19,7 +19,7 @@ from typing import Any
 
 from pipelines.bundle import task_pipeline_key
 from pipelines.errors import BundleError
-from pipelines.local.runner import UpdateRequest, UpdateResult
+from pipelines.local.update.types import UpdateRequest, UpdateResult
 from pipelines.local.sql_task import SqlTaskError, SqlTaskResult, run_sql_file
 
 

@@ -5,7 +5,7 @@ its log does (`ERROR TriggeredGraphExecution: Flow `x` failed` followed by the e
 `Caused by:` chain), which is what the event log's `error.exceptions` holds on Databricks.
 
 The stream can also lose a flow's COMPLETED or last FAILED event (see
-`runner._Update.recover_lost_outcomes`); the log still has the moment SDP's scheduler saw the flow
+`update.flow_events.FlowEvents.recover_lost_outcomes`); the log still has the moment SDP's scheduler saw the flow
 complete (`INFO TriggeredGraphExecution: Flow `x` has COMPLETED in TriggeredFlowExecution.`) or fail.
 """
 

@@ -58,24 +58,25 @@ def test_a_plain_keyboard_interrupt_counts_as_ctrl_c():
     assert cancellation.canceled(KeyboardInterrupt()).cause == "USER_ACTION"
 
 
-# -- the runner's answer to a signal, by the phase of the update (`_Update.on_signal`) ---------------
+# -- the runner's answer to a signal, by the phase of the update (`Stopping.on_signal`) --------------
 def an_update(**phase):
-    """An update's signal state alone (all `on_signal` reads), in the phase `phase` sets; stopping the
-    run is recorded instead of asked of an engine."""
+    """An update's stop alone (all `on_signal` reads: its id and its `SharedState`), in the phase `phase`
+    sets; stopping the run is recorded instead of asked of an engine."""
     import threading
+    from types import SimpleNamespace
 
-    from pipelines.local.runner import _Update
+    from pipelines.local.update.state import SharedState
+    from pipelines.local.update.stopping import Stopping
 
-    update = object.__new__(_Update)
-    stopped = threading.Event()
-    vars(update).update(update_id="0123456789abcdef", cancellation=None, late_cancellation=None, hard_stop=False,
-                        closing=False, run_started=False, run_over=threading.Event(), signal_notes=[],
-                        stop_run=stopped.set, stopped=stopped)
+    state = SharedState()
     for name, value in phase.items():
         if name == "run_over":
-            update.run_over.set()
+            state.run_over.set()
         else:
-            setattr(update, name, value)
+            setattr(state, name, value)
+    update = Stopping(SimpleNamespace(state=state, update_id="0123456789abcdef"))  # type: ignore[arg-type]
+    update.stopped = threading.Event()  # type: ignore[attr-defined]
+    update.stop_run = update.stopped.set  # type: ignore[method-assign,attr-defined]
     return update
 
 
@@ -85,29 +86,29 @@ SIGTERM, SIGINT = cancellation.Canceled(signal.SIGTERM), cancellation.Canceled(s
 def test_a_signal_before_the_run_is_recorded_for_the_next_step_and_no_run_is_stopped():
     update = an_update()
     assert update.on_signal(SIGINT) is True
-    assert update.cancellation is SIGINT and not update.stopped.wait(0.2)
-    assert [n.endswith("stopping update 01234567 before its run") for n in update.signal_notes] == [True]
+    assert update.state.cancellation is SIGINT and not update.stopped.wait(0.2)
+    assert [n.endswith("stopping update 01234567 before its run") for n in update.state.signal_notes] == [True]
 
 
 def test_a_signal_during_the_run_stops_it_and_a_second_one_stops_waiting():
     update = an_update(run_started=True)
     assert update.on_signal(SIGTERM) is True
-    assert update.stopped.wait(5) and update.cancellation is SIGTERM and not update.hard_stop
+    assert update.stopped.wait(5) and update.state.cancellation is SIGTERM and not update.state.hard_stop
     assert update.on_signal(SIGINT) is False  # raises where the main thread is: stop waiting for the flows
-    assert update.hard_stop and update.cancellation is SIGTERM  # the update keeps the first cause
-    assert update.on_signal(SIGINT) is False and "again" in update.signal_notes[-1]
+    assert update.state.hard_stop and update.state.cancellation is SIGTERM  # the update keeps the first cause
+    assert update.on_signal(SIGINT) is False and "again" in update.state.signal_notes[-1]
 
 
 def test_a_signal_once_the_flows_are_done_lets_the_close_go_on_and_keeps_the_runs_state():
     update = an_update(run_started=True, run_over=True)
     assert update.on_signal(SIGTERM) is True
-    assert update.cancellation is None and update.late_cancellation is SIGTERM and not update.stopped.wait(0.2)
-    assert "its flows being done" in update.signal_notes[-1]
+    assert update.state.cancellation is None and update.state.late_cancellation is SIGTERM and not update.stopped.wait(0.2)
+    assert "its flows being done" in update.state.signal_notes[-1]
 
 
 def test_during_the_close_one_signal_waits_for_it_and_the_next_one_leaves_it_to_recovery():
     update = an_update(run_started=True, run_over=True, closing=True)
-    assert update.on_signal(SIGINT) is True and update.late_cancellation is SIGINT
+    assert update.on_signal(SIGINT) is True and update.state.late_cancellation is SIGINT
     assert update.on_signal(SIGINT) is False
     after_hard_stop = an_update(run_started=True, closing=True, hard_stop=True, cancellation=SIGINT)
-    assert after_hard_stop.on_signal(SIGINT) is False and after_hard_stop.late_cancellation is None
+    assert after_hard_stop.on_signal(SIGINT) is False and after_hard_stop.state.late_cancellation is None

@@ -57,7 +57,7 @@ def test_a_fail_expectation_in_a_cause_gets_databricks_error_class(orders):
     """A violation raised inside a write task surfaces as STREAM_FAILED / TASK_WRITE_FAILED whose text
     does not repeat it; the event log still names it, from the cause that does."""
     from pipelines.local.jvm_log import JvmException
-    from pipelines.local.runner import _databricks_message
+    from pipelines.local.update.messages import databricks_message
 
     with pytest.raises(Exception) as info:
         enforce(orders, "orders", (X.fail("small", "amount < 4"),), streaming=False).collect()
@@ -65,6 +65,6 @@ def test_a_fail_expectation_in_a_cause_gets_databricks_error_class(orders):
              "writing rows to file:/w/orders. SQLSTATE: 58030")
     chain = [JvmException("org.apache.spark.sql.streaming.StreamingQueryException", outer),
              JvmException("org.apache.spark.SparkRuntimeException", str(info.value))]
-    message = _databricks_message(outer, chain)
+    message = databricks_message(outer, chain)
     assert message.startswith(f"[{X.EXPECTATION_ERROR_CLASS}]") and "small" in message
-    assert _databricks_message(outer, chain[:1]) == outer  # no violation anywhere: the text as it was
+    assert databricks_message(outer, chain[:1]) == outer  # no violation anywhere: the text as it was

@@ -1,11 +1,11 @@
-"""Which completed streaming flows get a METRICS event of 0 rows (pipelines/local/runner.py idle_flows)."""
+"""Which completed streaming flows get a METRICS event of 0 rows (pipelines/local/update/metrics.py idle_flows)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 from pipelines.local.capture import BatchProgress
-from pipelines.local.runner import idle_flows
+from pipelines.local.update.metrics import idle_flows
 
 AT = datetime(2026, 12, 2, tzinfo=timezone.utc)
 COMPLETED = {"orders_bronze", "orders", "orders_to_corrupt_records_sink"}

@@ -13,7 +13,8 @@ from pipelines.errors import LakewatchError
 from pipelines.local import inflight
 from pipelines.local.home import LocalHome
 from pipelines.local.recovery import recover_unfinished
-from pipelines.local.runner import LocalRunner, UpdateRequest
+from pipelines.local.runner import LocalRunner
+from pipelines.local.update.types import UpdateRequest
 from pipelines.local.connection import LocalSpark
 
 REMOTE = "sc://cluster.example:15002"

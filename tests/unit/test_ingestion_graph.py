@@ -27,9 +27,9 @@ def graph(spark, project_root: Path):
         spark.conf.set(k, v)
     register_local_engine()
     registry = CapturingRegistry()
-    adapter.LOCAL_GRAPH.clear()
-    with graph_element_registration_context(registry):
+    with adapter.recording(adapter.LocalGraph()) as recorded, graph_element_registration_context(registry):
         declare_ingestion(spark)
+    registry.local_graph = recorded  # what the local engine recorded for the runner
     yield registry
     for k in settings:
         spark.conf.unset(k)
@@ -65,15 +65,16 @@ def test_row_tracking_is_declared_for_databricks_only(graph):
 
 
 def test_local_engine_records_what_the_runner_measures(graph):
-    assert adapter.LOCAL_GRAPH.file_sources == {"orders_bronze": "/landing/orders", "customers_bronze": "/landing/customers",
-                                                "payments_bronze": "/landing/payments"}
+    assert graph.local_graph.file_sources == {"orders_bronze": "/landing/orders",
+                                              "customers_bronze": "/landing/customers",
+                                              "payments_bronze": "/landing/payments"}
     # how the runner counts each table's files for reconciliation: by the table's format
-    assert adapter.LOCAL_GRAPH.record_counters == {"orders_bronze": "json:lines", "customers_bronze": "json:lines",
-                                                   "payments_bronze": "csv:header"}
-    assert adapter.LOCAL_GRAPH.expectations["orders_bronze"].expectations == BRONZE_EXPECTATIONS
-    assert {e.name for e in adapter.LOCAL_GRAPH.expectations["orders"].expectations} >= {"has_order_id"}
-    assert adapter.LOCAL_GRAPH.sinks["corrupt_records_sink"].path == "/sinks/corrupt_records_sink"
-    assert adapter.LOCAL_GRAPH.measured_flows == {
+    assert graph.local_graph.record_counters == {"orders_bronze": "json:lines", "customers_bronze": "json:lines",
+                                                 "payments_bronze": "csv:header"}
+    assert graph.local_graph.expectations["orders_bronze"].expectations == BRONZE_EXPECTATIONS
+    assert {e.name for e in graph.local_graph.expectations["orders"].expectations} >= {"has_order_id"}
+    assert graph.local_graph.sinks["corrupt_records_sink"].path == "/sinks/corrupt_records_sink"
+    assert graph.local_graph.measured_flows == {
         "orders_bronze", "customers_bronze", "orders_to_corrupt_records_sink", "customers_to_corrupt_records_sink",
         "orders", "customers", "payments_bronze", "payments_to_corrupt_records_sink", "payments",
     }

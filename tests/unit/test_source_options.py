@@ -70,26 +70,20 @@ def write_files(landing: Path, count: int, lines: int) -> list[Path]:
 def run_available_now(spark, table, root: Path, checkpoint: Path) -> list[int]:
     """Streams the table's landing folder through the local engine's reader until nothing is left;
     the input rows of each micro-batch, from Spark's progress reports."""
-    try:
-        df = adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
-        query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(120)
-        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
-    finally:
-        adapter.LOCAL_GRAPH.clear()
+    df = adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
+    query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
 
 
 def rows_per_file(spark, table, root: Path, checkpoint: Path, sink: Path) -> dict[str, int]:
     """Streams the landing folder through the local engine's reader into a Delta table (one update);
     rows per source file of everything the table holds, by Spark's reader of that table."""
-    try:
-        df = adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
-        query = (df.writeStream.format("delta").option("checkpointLocation", str(checkpoint))
-                 .trigger(availableNow=True).start(str(sink)))
-        query.awaitTermination(120)
-    finally:
-        adapter.LOCAL_GRAPH.clear()
+    df = adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
+    query = (df.writeStream.format("delta").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start(str(sink)))
+    query.awaitTermination(120)
     counted = spark.read.format("delta").load(str(sink)).groupBy("_source_file").count().collect()
     return {C.to_local_path(r["_source_file"]): r["count"] for r in counted}
 
