@@ -98,8 +98,8 @@ def cmd_run(args: argparse.Namespace, project: LocalProject) -> int:
     else:
         for line in console.summarize(update):
             result(line)
-    if args.verbose:
-        note("  timings: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in update.timings))
+        if args.verbose:  # where the update's seconds went, part of the summary when asked
+            result("  timings: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in update.timings))
     if not update.ok:
         note(console.failure_paragraph(update))
     return exit_code(update)
