@@ -422,3 +422,16 @@ def test_check_prints_its_json_result_alone_on_stdout(capsys, tmp_path):
     out = capsys.readouterr().out
     assert text == 0 and out.startswith("bundle OK") and "deploying -t prod needs" in out and "-t dev" not in out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_shell_completes_verbs_and_flags_but_not_deprecated_ones(tmp_path):
+    """What argcomplete answers the shell (`eval "$(register-python-argcomplete lakewatch)"`)."""
+    answers = {}
+    for line in ("lakewatch en", "lakewatch run --full"):
+        out = tmp_path / "completions"
+        result = lakewatch(tmp_path, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+                           _ARGCOMPLETE_STDOUT_FILENAME=str(out))
+        assert result.returncode == 0, result.stderr
+        answers[line] = set(out.read_text().replace("\v", " ").split())
+    assert answers["lakewatch en"] == {"engine"}
+    assert answers["lakewatch run --full"] == {"--full-refresh", "--full-refresh-all"}
