@@ -435,3 +435,21 @@ def test_the_shell_completes_verbs_and_flags_but_not_deprecated_ones(tmp_path):
         answers[line] = set(out.read_text().replace("\v", " ").split())
     assert answers["lakewatch en"] == {"engine"}
     assert answers["lakewatch run --full"] == {"--full-refresh", "--full-refresh-all"}
+
+
+def test_long_steps_and_counts_say_so_on_stderr_in_plain_lines_off_a_terminal(capsys):
+    import re
+
+    from pipelines.progress import Counter, step
+
+    with step("setup: resolving"):
+        print("the step's own output")
+    with Counter("flows finished") as counter:
+        counter.say("starting")
+        counter.advance(1, "orders COMPLETED")
+        counter.advance(2)
+    captured = capsys.readouterr()
+    assert captured.out == "the step's own output\n" and counter.done == 3
+    lines = captured.err.splitlines()
+    assert lines[0] == "setup: resolving ..." and re.fullmatch(r"setup: resolving: done in \d+s", lines[1])
+    assert lines[2:] == ["starting", "orders COMPLETED"]
