@@ -453,3 +453,23 @@ def test_long_steps_and_counts_say_so_on_stderr_in_plain_lines_off_a_terminal(ca
     lines = captured.err.splitlines()
     assert lines[0] == "setup: resolving ..." and re.fullmatch(r"setup: resolving: done in \d+s", lines[1])
     assert lines[2:] == ["starting", "orders COMPLETED"]
+
+
+def test_var_overrides_the_local_settings_and_is_the_landing_folder_checked(capsys, bundle_copy, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    err = refused(capsys, bundle_copy, "run", "--var", f"landing_root={elsewhere}")
+    assert f"table 'orders': {elsewhere}/orders; table 'customers': {elsewhere}/customers" in err
+    err = refused(capsys, bundle_copy, "-t", "staging", "run")
+    assert "[BUNDLE_UNKNOWN_TARGET]" in err and "staging" in err
+
+
+def test_target_and_var_choose_what_the_bundle_resolves(bundle_copy):
+    from pipelines.local import project as project_module
+    from pipelines.local.home import LocalHome
+
+    home = LocalHome(bundle_copy.home)
+    default = project_module.LocalProject(home=home)
+    assert (default.bundle.target, default.bundle.variable("schema")) == ("dev", "lakewatch")  # lakewatch.local.yml
+    chosen = project_module.LocalProject(home=home, target="prod", variables={"schema": "audit"})
+    assert (chosen.bundle.target, chosen.bundle.variable("schema")) == ("prod", "audit")
+    assert chosen.bundle.variable("catalog") == "spark_catalog"  # the other local settings still hold
