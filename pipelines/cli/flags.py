@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -111,6 +112,7 @@ def add_verb(sub: argparse._SubParsersAction, common: argparse.ArgumentParser, n
              ) -> argparse.ArgumentParser:
     """A verb's parser with the global flags, its description, examples and exit codes in its --help."""
     epilog = ("examples:\n" + "\n".join(f"  {e}" for e in examples) + "\n\n" if examples else "") + exits
-    parser = sub.add_parser(name, help=help, description=description or help, parents=[common], epilog=epilog,
+    text = textwrap.fill(description or help[0].upper() + help[1:] + ".", width=100)
+    parser = sub.add_parser(name, help=help, description=text, parents=[common], epilog=epilog,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     return parser
