@@ -6,7 +6,6 @@ before or after the verb), `-o json|text`, and `add_verb`, which gives a verb's 
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import textwrap
 from pathlib import Path
@@ -42,17 +41,6 @@ def non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A number between 0 and 1, both included."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
     return value
 
 

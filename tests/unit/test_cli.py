@@ -364,17 +364,6 @@ def test_a_bad_number_or_flag_value_exits_2_with_the_reason_on_stderr_and_nothin
     assert captured.err.startswith("usage: lakewatch ") and message in captured.err, captured.err
 
 
-def test_fractions_are_between_0_and_1():
-    import argparse
-
-    from pipelines.cli.flags import fraction
-
-    assert [fraction(t) for t in ("0", "0.25", "1")] == [0.0, 0.25, 1.0]
-    for bad in ("-0.1", "1.01", "nan", "half"):
-        with pytest.raises(argparse.ArgumentTypeError, match="expected a number between 0 and 1"):
-            fraction(bad)
-
-
 def test_every_flag_has_a_help_text_and_every_verb_examples_and_exit_codes():
     import argparse
 
