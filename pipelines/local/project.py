@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from pipelines import adapter
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource, load_local_bundle
@@ -38,7 +38,10 @@ def _notice(text: str) -> None:
 
 class LocalProject:
     def __init__(self, root: Path = PROJECT_ROOT, home: LocalHome | None = None,
-                 printer: Callable[[str], None] = print, verbose: bool = False, remote: str | None = None) -> None:
+                 printer: Callable[[str], None] = print, verbose: bool = False, remote: str | None = None,
+                 target: str | None = None, variables: Mapping[str, str] | None = None) -> None:
+        """`target` and `variables` are `-t` and `--var` of the bundle commands: the target whose
+        variables resolve (default: base_target of lakewatch.local.yml) and variable values over all others."""
         self.root = root
         self.remote = remote or os.environ.get(REMOTE_ENV) or None
         self.home = home or LocalHome.default()
@@ -46,7 +49,7 @@ class LocalProject:
         self.verbose = verbose
         self.bundle: Bundle
         self.settings: LocalSettings
-        self.bundle, self.settings = load_local_bundle(root, self.home.root)
+        self.bundle, self.settings = load_local_bundle(root, self.home.root, target=target, variables=variables)
         self._local: LocalSpark | None = None
         self._lock: RunLock | None = None
 
