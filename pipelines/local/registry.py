@@ -3,13 +3,18 @@
 
 It registers everything with the Spark Connect server exactly as SDP's own registry does, and keeps
 each output's type and each flow's target, input datasets (read from the flow's query plan) and
-query DataFrame (to read its schema after the run).
+query DataFrame (to read its schema after the run). A SQL definition file's datasets are recorded from
+its statements (`pipelines/sqldefs.py`): each CREATE declares a dataset and its one flow, named after
+it, whose inputs are the relations its query reads. Locally, their table properties are the local
+engine's, as the adapter gives a Python-declared dataset's (`engine_for(spark).table_properties`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, cast
 
 import pyspark.sql.connect.proto as pb2
@@ -22,11 +27,19 @@ from pyspark.pipelines.spark_connect_graph_element_registry import (
 )
 from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
+from pipelines import sqldefs
+from pipelines.adapter import Engine, engine_for
+
 DATASET_TYPES = {
     StreamingTable: "STREAMING_TABLE",
     MaterializedView: "MATERIALIZED_VIEW",
     TemporaryView: "VIEW",
     Sink: "SINK",
+}
+SQL_DATASET_TYPES = {
+    sqldefs.STREAMING_TABLE: "STREAMING_TABLE",
+    sqldefs.MATERIALIZED_VIEW: "MATERIALIZED_VIEW",
+    sqldefs.TEMPORARY_VIEW: "VIEW",
 }
 
 
@@ -136,3 +149,40 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
             source_file=getattr(flow.source_code_location, "filename", None),
             source_line=getattr(flow.source_code_location, "line_number", None),
         )
+
+    def register_sql(self, sql_text: str, file_path: Path) -> None:
+        text = engine_sql(sql_text, engine_for(self._spark))
+        super().register_sql(text, file_path)
+        source = str(Path(file_path).resolve())  # SDP registers files from the spec's folder
+        for definition in sqldefs.parse_file(text):
+            dataset_type = SQL_DATASET_TYPES[definition.kind]
+            self.outputs[definition.name] = RecordedOutput(
+                definition.name, dataset_type, definition.comment,
+                format="delta" if dataset_type != "VIEW" else None,
+            )
+            reads = [(self.substitute(name), streaming) for name, streaming in definition.reads()]
+            self.flows[definition.name] = RecordedFlow(
+                name=definition.name,
+                target=definition.name,
+                input_datasets=[name for name, _ in reads],
+                streaming_inputs=any(streaming for _, streaming in reads),
+                dataframe=None,
+                source_file=source,
+                source_line=definition.line,
+            )
+
+    def substitute(self, text: str) -> str:
+        """`${key}` replaced by the session's configuration, as Spark's parser does for the SQL files."""
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(self._spark.conf.get(m.group(1), m.group(0))), text)
+
+
+def engine_sql(text: str, engine: Engine) -> str:
+    """A SQL definition file's text with the table properties `engine` declares for what its datasets
+    declare: `table_properties` for a streaming table, `materialized_view_properties` for a
+    materialized view (on Databricks both are what is declared)."""
+    def properties(kind: str, declared: dict[str, str]) -> dict[str, str]:
+        if kind == sqldefs.MATERIALIZED_VIEW:
+            return engine.materialized_view_properties(declared)
+        return engine.table_properties(declared)
+
+    return sqldefs.replace_properties(text, properties)
