@@ -65,9 +65,33 @@ def _unquote(text: str) -> str:
 
 
 def _without_literals(text: str) -> str:
-    """`text` with string literals and `--` comments blanked, so keywords inside them are not read."""
-    out = re.sub(r"'(?:[^'\\]|\\.|'')*'", "''", text)
-    return re.sub(r"--[^\n]*", "", out)
+    """`text` with string literals emptied and `--` comments removed, so words inside them are not read."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "-" and text.startswith("--", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        if c == "'":
+            i += 1
+            while i < len(text):
+                if text[i] == "\\":
+                    i += 2
+                    continue
+                if text[i] == "'":
+                    if text.startswith("''", i):
+                        i += 2
+                        continue
+                    break
+                i += 1
+            out.append("''")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def split_top_level(text: str, separator: str = ",") -> list[str]:
