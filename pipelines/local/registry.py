@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import pyspark.sql.connect.proto as pb2
 from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
@@ -153,27 +153,35 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
     def register_sql(self, sql_text: str, file_path: Path) -> None:
         text = engine_sql(sql_text, engine_for(self._spark))
         super().register_sql(text, file_path)
-        source = str(Path(file_path).resolve())  # SDP registers files from the spec's folder
-        for definition in sqldefs.parse_file(text):
-            dataset_type = SQL_DATASET_TYPES[definition.kind]
-            self.outputs[definition.name] = RecordedOutput(
-                definition.name, dataset_type, definition.comment,
-                format="delta" if dataset_type != "VIEW" else None,
-            )
-            reads = [(self.substitute(name), streaming) for name, streaming in definition.reads()]
-            self.flows[definition.name] = RecordedFlow(
-                name=definition.name,
-                target=definition.name,
-                input_datasets=[name for name, _ in reads],
-                streaming_inputs=any(streaming for _, streaming in reads),
-                dataframe=None,
-                source_file=source,
-                source_line=definition.line,
-            )
+        outputs, flows = sql_records(text, Path(file_path).resolve(), self.substitute)  # SDP reads from the spec's folder
+        self.outputs.update((o.name, o) for o in outputs)
+        self.flows.update((f.name, f) for f in flows)
 
     def substitute(self, text: str) -> str:
         """`${key}` replaced by the session's configuration, as Spark's parser does for the SQL files."""
         return re.sub(r"\$\{([^}]+)\}", lambda m: str(self._spark.conf.get(m.group(1), m.group(0))), text)
+
+
+def sql_records(text: str, source_file: Path, substitute: Callable[[str], str]) -> tuple[list[RecordedOutput], list[RecordedFlow]]:
+    """The outputs and flows a SQL definition file declares: each CREATE a dataset (a table's format is
+    Delta) and its one flow, named after it, reading the relations its query names (`substitute` fills
+    in their `${key}` references); a flow reading a STREAM is streaming."""
+    outputs, flows = [], []
+    for definition in sqldefs.parse_file(text):
+        dataset_type = SQL_DATASET_TYPES[definition.kind]
+        outputs.append(RecordedOutput(definition.name, dataset_type, definition.comment,
+                                      format="delta" if dataset_type != "VIEW" else None))
+        reads = [(substitute(name), streaming) for name, streaming in definition.reads()]
+        flows.append(RecordedFlow(
+            name=definition.name,
+            target=definition.name,
+            input_datasets=[name for name, _ in reads],
+            streaming_inputs=any(streaming for _, streaming in reads),
+            dataframe=None,  # its query names the pipeline's own datasets: no DataFrame outside the graph
+            source_file=str(source_file),
+            source_line=definition.line,
+        ))
+    return outputs, flows
 
 
 def engine_sql(text: str, engine: Engine) -> str:
