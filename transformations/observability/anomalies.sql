@@ -1,3 +1,5 @@
+-- The anomaly detector of pipelines/anomalies.py (baselines and settings there; its `anomalies_sql` writes
+-- this query, and tests/unit/test_anomalies.py checks that this file holds it).
 CREATE MATERIALIZED VIEW anomalies (
   pipeline_name STRING COMMENT 'Pipeline name',
   metric STRING COMMENT 'What was measured (update_duration_seconds, rows_written, pass_rate, backlog_files, backlog_bytes, ingestion_latency_p95_seconds)',

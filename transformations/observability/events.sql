@@ -1,3 +1,7 @@
+-- Each event of the ingest pipeline's event log (`${lakewatch.event_log}` in the pipeline configuration),
+-- parsed once. try_element_at: an empty exceptions list is NULL, not an error under ANSI mode. When the
+-- event log's history table exists, transformations/observability/sources.py adds a second flow,
+-- events_from_history, with this SELECT list and WHERE clause over the events the live log no longer holds.
 CREATE STREAMING TABLE events (
   event_id STRING COMMENT 'Event id',
   pipeline_id STRING COMMENT 'Pipeline id',

@@ -1,3 +1,23 @@
+-- One SELECT per metric, each (metric_name, metric_value, reason). The clock the metrics read ("today",
+-- "the last 24 hours", "hours since") is the view `clock`.
+-- - rows_last_update: a bronze flow that completed without running a micro-batch wrote nothing, a
+--   measured 0; a flow with a micro-batch whose count is missing, or that did not complete without a
+--   count, is unknown.
+-- - hours_since_rows_ingested (the time since data last arrived, for lakewatch_no_rows): a pipeline
+--   scheduled more often than files land has many updates without rows, and each is healthy. Walking
+--   back from the newest update, updates whose bronze flows wrote no rows are passed over (a failed or
+--   canceled flow without a micro-batch wrote none either: lakewatch_update_failed pages for it); the
+--   first other one decides: rows written (hours since it ended) or a micro-batch without a row count
+--   (NULL: whether data arrived then is unknown). A full refresh is left out: it writes old files' rows
+--   again. With no update that wrote rows, the clock runs from the first update.
+-- - lowest_pass_rate_today: per update, not per day of rows: a full refresh's recount is left out.
+-- - hours_since_last_success: since the last COMPLETED update; when none ever completed, since the first
+--   update started. NULL only when no update ran at all.
+-- - quarantined_rows_last_update: first deliveries only (lines a full refresh quarantines again are
+--   re-deliveries); rescued_rows_last_update: the last incremental update (a full refresh rescues every
+--   old row again).
+-- - ingestion_latency_p95_seconds_24h: files first committed in the last 24 hours; NULL when some landed
+--   without a commit time.
 CREATE MATERIALIZED VIEW health_metrics (
   metric_name STRING COMMENT 'Metric name',
   metric_value DOUBLE COMMENT 'Metric value (NULL when it could not be measured)',

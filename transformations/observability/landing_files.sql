@@ -1,3 +1,9 @@
+-- path_key: a file path as the file's real name, whatever wrote it, so the file state, bronze's and the
+-- sink's `_source_file` and the Databricks line counts join on it. A path with a URI scheme (`file:/`,
+-- `dbfs:/`, `s3://bucket/`, ...) is a URI, percent-encoded as Hadoop's `Path.toUri` writes it (Spark's
+-- `_metadata.file_path`, and cloud_files_state's paths): its scheme goes and it is decoded, `+` kept as
+-- `+`; one that does not decode is kept as it is. A path without a scheme is a file-system path (the
+-- local file state), the real name already, kept as it is (pipelines/pathkeys.py).
 CREATE MATERIALIZED VIEW landing_files (
   table_name STRING COMMENT 'Bronze table the file feeds',
   flow_name STRING COMMENT 'Flow reading the file',

@@ -1,3 +1,7 @@
+-- The facts the rules (pipelines/insights.py, the view insight_rules) read: the first error's class, the
+-- class and message of every exception of its chain (from the event log, as the CLI reads them), and,
+-- should the event log no longer hold that event, what `events` kept of it (outermost and innermost
+-- exception), then the markers @state=..., @backlog_growing, @no_progress.
 CREATE MATERIALIZED VIEW run_insights (
   pipeline_id STRING COMMENT 'Pipeline id',
   pipeline_name STRING COMMENT 'Pipeline name',

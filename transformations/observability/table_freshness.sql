@@ -1,3 +1,5 @@
+-- A bronze flow's rows in one incremental update: true (rows written), false (a measured 0, or the flow
+-- did not run a micro-batch), NULL (a micro-batch without a row count: whether rows came is unknown).
 CREATE MATERIALIZED VIEW table_freshness (
   table_name STRING COMMENT 'Configured table name',
   bronze_table STRING COMMENT 'Its bronze streaming table (the flow of the same name)',

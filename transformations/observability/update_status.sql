@@ -1,3 +1,17 @@
+-- Whether an update is a full refresh is derived here once, from its events; every other table reads
+-- update_status.full_refresh / full_refresh_selection (a dataset is fully refreshed by an update when
+-- full_refresh is true and the selection is empty or names it; `full_refresh IS NOT TRUE` is an
+-- incremental update). Two signals, either is enough:
+-- - create_update's `full_refresh` / `full_refresh_selection`: observed in real event logs, but
+--   Databricks documents only `run_as` and `cause` there;
+-- - the documented one: the update went through the RESETTING state ("resetting datasets/checkpoints
+--   (full refresh)"), which the local runner logs too.
+-- RESETTING does not say which datasets were reset (the local runner logs it for a selection as for
+-- everything). So an update that logged RESETTING while its create_update names no tables counts as a
+-- full refresh of every table (full_refresh_selection empty): a dataset that was in fact left alone
+-- then has its counts left out of the daily figures and its files' new commits read as re-commits
+-- (no latency, with the reason), rather than a refreshed dataset's history counted as new. With
+-- neither signal (no keys, no RESETTING), full_refresh is NULL: not known.
 CREATE MATERIALIZED VIEW update_status (
   pipeline_id STRING COMMENT 'Pipeline id',
   pipeline_name STRING COMMENT 'Pipeline name',
