@@ -64,6 +64,29 @@ class RecordedFlow:
     source_file: str | None = None  # where the flow was declared (SDP's Python API records it)
     source_line: int | None = None
     registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    query: str | None = None  # a SQL flow's query text
+
+
+@dataclass
+class SqlViewQuery:
+    """A view declared in SQL, for its schema after the run: its query with the pipeline's views it reads
+    bound to their recorded DataFrames (outside the run, a name of the pipeline's own resolves to nothing)."""
+
+    spark: Any
+    query: str
+    flows: dict[str, RecordedFlow]
+
+    @property
+    def schema(self) -> Any:
+        bound = {name: flow.dataframe for name, flow in self.flows.items()
+                 if isinstance(flow.dataframe, ConnectDataFrame)
+                 and re.search(rf"(?<![\w.]){name}(?![\w.])", self.query)}
+        if not bound:
+            return self.spark.sql(self.query).schema
+        text = self.query.replace("{", "{{").replace("}", "}}")
+        for name in bound:
+            text = re.sub(rf"(?<![\w.{{]){name}(?![\w.}}])", "{" + name + "}", text)
+        return self.spark.sql(text, **bound).schema
 
 
 def _is_repeated(descriptor: Any) -> bool:
@@ -155,7 +178,10 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
         super().register_sql(text, file_path)
         outputs, flows = sql_records(text, Path(file_path).resolve(), self.substitute)  # SDP reads from the spec's folder
         self.outputs.update((o.name, o) for o in outputs)
-        self.flows.update((f.name, f) for f in flows)
+        for flow, output in zip(flows, outputs):
+            if output.dataset_type == "VIEW":
+                flow.dataframe = SqlViewQuery(self._spark, self.substitute(flow.query or ""), self.flows)
+            self.flows[flow.name] = flow
 
     def substitute(self, text: str) -> str:
         """`${key}` replaced by the session's configuration, as Spark's parser does for the SQL files."""
@@ -177,9 +203,10 @@ def sql_records(text: str, source_file: Path, substitute: Callable[[str], str]) 
             target=definition.name,
             input_datasets=[name for name, _ in reads],
             streaming_inputs=any(streaming for _, streaming in reads),
-            dataframe=None,  # its query names the pipeline's own datasets: no DataFrame outside the graph
+            dataframe=None,
             source_file=str(source_file),
             source_line=definition.line,
+            query=definition.query,
         ))
     return outputs, flows
 
