@@ -26,6 +26,7 @@ from pyspark.pipelines.spark_connect_graph_element_registry import (
     source_code_location_to_proto,
 )
 from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+from pyspark.sql.types import StructType
 
 from pipelines import sqldefs
 from pipelines.adapter import Engine, engine_for
@@ -77,7 +78,7 @@ class SqlViewQuery:
     flows: dict[str, RecordedFlow]
 
     @property
-    def schema(self) -> Any:
+    def schema(self) -> StructType:
         bound = {name: flow.dataframe for name, flow in self.flows.items()
                  if isinstance(flow.dataframe, ConnectDataFrame)
                  and re.search(rf"(?<![\w.]){name}(?![\w.])", self.query)}
