@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.local.measure import commit_tag
-from pipelines.observability.tables import TABLES
+from pipelines.observability.catalog import TABLES
 from tests.integration.helpers import Cli, LocalTables, project_tables
 
 pytestmark = pytest.mark.integration

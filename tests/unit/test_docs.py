@@ -19,7 +19,7 @@ import yaml
 
 from docs.tools import observability_tables
 from pipelines.cli import build_parser
-from pipelines.observability.tables import HEALTH_METRIC_NAMES, PUBLISHED
+from pipelines.observability.catalog import HEALTH_METRIC_NAMES, PUBLISHED
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
