@@ -28,6 +28,7 @@ from pipelines.dashboard.query import ROW_LIMIT, WidgetResult, dataset_sql, quot
 DATASET_WORKERS = 2  # datasets whose queries are in flight at once
 PLAIN_COLUMN = re.compile(r"^`((?:[^`]|``)+)`$")
 ROWS = "__rows"  # alias of the subquery that returns a dataset's own rows
+SOURCE_MARK = "__lakewatch_dataset_rows__"  # where the rows read once go in the combined query
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,16 @@ def numbered_rows(sql: str, limit: int) -> str:
             f"SELECT monotonically_increasing_id() AS i, struct(*) AS r FROM (\n{sql}\nLIMIT {limit + 1}\n) AS q\n) AS n)")
 
 
-def combined_sql(group: DatasetWidgets, limit: int = ROW_LIMIT) -> tuple[str, list[Widget], list[Widget]]:
-    """The one query of a dataset: a column per widget that needs Spark, plus the dataset's rows when
-    some widget only shows columns. Returns the SQL, those widgets, and the column-only widgets."""
+def combined_sql(group: DatasetWidgets, source: Dataset, limit: int = ROW_LIMIT) -> tuple[str, list[Widget], list[Widget]]:
+    """The one query of a dataset's widgets over `source` (the dataset, or its rows read once): a column
+    per widget that needs Spark, plus the dataset's rows when some widget only shows columns. Returns
+    the SQL, those widgets, and the column-only widgets."""
     computed = [w for w in group.widgets if plain_columns(w) is None]
     projected = [w for w in group.widgets if plain_columns(w) is not None]
-    columns = [f"{numbered_rows(widget_sql(w.query, group.dataset), limit)} AS {quote(f'w{n}')}"
+    columns = [f"{numbered_rows(widget_sql(w.query, source), limit)} AS {quote(f'w{n}')}"
                for n, w in enumerate(computed) if w.query is not None]
     if projected:
-        rows = f"SELECT * FROM (\n{dataset_sql(group.dataset)}\n) AS {quote('dataset_' + group.dataset.name)}"
+        rows = f"SELECT * FROM (\n{dataset_sql(source)}\n) AS {quote('dataset_' + source.name)}"
         columns.append(f"{numbered_rows(rows, limit)} AS {ROWS}")
     return "SELECT\n" + ",\n".join(columns), computed, projected
 
@@ -78,12 +80,30 @@ def in_order(numbered: Sequence[Any]) -> list[Any]:
     return [item["r"] for item in sorted(numbered, key=lambda item: item["i"])]
 
 
+def subqueries(group: DatasetWidgets) -> int:
+    """How many times the combined query would read the dataset."""
+    computed = sum(plain_columns(w) is None for w in group.widgets)
+    return computed + (computed < len(group.widgets))
+
+
+def read_once(spark: Any, group: DatasetWidgets) -> tuple[Dataset, dict[str, Any]]:
+    """The dataset's rows computed once, as Spark partitions of this session (`localCheckpoint`, not
+    the engine-wide cache), and a stand-in dataset whose query reads them; with the keyword
+    arguments for `spark.sql`. Each widget's query then runs over the very partitions the dataset's
+    query produced, so grouping and ordering see the rows as the widget's own query would."""
+    rows = spark.sql(dataset_sql(group.dataset)).localCheckpoint(eager=True)
+    return Dataset(group.dataset.name, group.dataset.display_name, f"SELECT * FROM {SOURCE_MARK}"), {"dataset": rows}
+
+
 def run_dataset(spark: Any, group: DatasetWidgets, limit: int = ROW_LIMIT) -> dict[str, WidgetResult]:
     """Every widget of one dataset, by widget name; the results `run_widget` returns for each."""
-    sql, computed, projected = combined_sql(group, limit)
     started = time.monotonic()
     try:
-        frame = spark.sql(sql)
+        source, frames = read_once(spark, group) if subqueries(group) > 1 else (group.dataset, {})
+        sql, computed, projected = combined_sql(group, source, limit)
+        if frames:  # `spark.sql` formats the text: braces of the SQL itself are doubled
+            sql = sql.replace("{", "{{").replace("}", "}}").replace(SOURCE_MARK, "{dataset}")
+        frame = spark.sql(sql, **frames)
         [row] = frame.collect()
     except Exception:  # noqa: BLE001 - each widget then runs alone and reports its own error
         return {w.name: run_widget(spark, w, group.dataset, limit) for w in group.widgets}
