@@ -3,7 +3,7 @@
 Builds a demo state (`lakewatch demo --rows 150`) unless `--home` names one that exists, renders the
 dashboard once to warm the engine, then times `lakewatch dashboard` `--repeat` times and prints the
 min, median and max wall time and the widgets' own query time the command reports. With several
-`--source` checkouts (their `pipelines` package is imported through PYTHONPATH) the runs alternate
+`--source` checkouts (each runs in its own folder, so its `pipelines` package and project files are used) the runs alternate
 between them, A B A B, so load from other processes falls on each alike; the first source is the
 baseline of the ratio. Prints a Markdown block; `--record` also appends it to bench/RESULTS.md.
 
@@ -27,9 +27,10 @@ from record import heading, record, table
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+def run(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, str]:
+    """Runs `command` in `cwd` (`python -m` imports the package of its working directory first)."""
     started = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     return time.monotonic() - started, result.stdout
@@ -65,12 +66,13 @@ def main() -> int:
     if not (home / "warehouse").exists():
         run(cli + ["demo", "--rows", "150"], environment(home, ROOT))
     for source in sources:
-        run(cli + ["dashboard", "--output", str(home / "bench-dashboard.html")], environment(home, source))  # warm
+        run(cli + ["dashboard", "--output", str(home / "bench-dashboard.html")], environment(home, source), source)  # warm
     wall: dict[Path, list[float]] = {s: [] for s in sources}
     reported: dict[Path, list[float]] = {s: [] for s in sources}
     for _ in range(args.repeat):
         for source in sources:
-            seconds, out = run(cli + ["dashboard", "--output", str(home / "bench-dashboard.html")], environment(home, source))
+            seconds, out = run(cli + ["dashboard", "--output", str(home / "bench-dashboard.html")], environment(home, source),
+                               source)
             wall[source].append(seconds)
             queries = queries_seconds(out)
             if queries is not None:

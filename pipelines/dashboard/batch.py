@@ -1,17 +1,21 @@
 """Run all the widgets of one dataset with ONE Spark query, and independent datasets side by side.
 
 Each widget's result is still its own query (`query.widget_sql`) evaluated by Spark; what changes is
-the number of round trips and plans. All the widgets of a dataset become scalar subqueries of one
-`SELECT`: each subquery numbers the rows of the widget's query (limited as `run_widget` limits them)
-with `monotonically_increasing_id()`, which follows the order the query produced them in, and returns
-them as one array, which Python puts back in that order. Widgets that show dataset columns as they are
-(disaggregated, no filter, no order, plain columns) are served from the dataset's own rows, fetched
-once by one more subquery of the same `SELECT`.
+how often the dataset is read and how many queries go to the engine. A dataset that several widget
+queries read is computed once into partitions of this session (`localCheckpoint`: the very
+partitions the dataset's query produces, so a widget groups and orders the rows as its own query
+would; not the engine-wide cache, which other sessions' queries would pick up). All the widgets of
+the dataset then become scalar subqueries of one `SELECT`: each numbers the rows of the widget's
+query (limited as `run_widget` limits them) with `monotonically_increasing_id()`, which follows the
+order the query produced them in, and returns them as one array, which Python puts back in that
+order. Widgets that show dataset columns as they are (disaggregated, no filter, no order, plain
+columns) are served from the dataset's own rows, fetched once by one more subquery.
 
-When the combined query fails (a widget's column does not exist, a value does not cast, the engine is
-gone), every widget of that dataset runs alone with `run_widget`, so a failing widget gets exactly its
-own error and the others their rows. Datasets run concurrently on a few threads of the one session:
-the session's client sends each query as its own operation.
+When the combined query fails (a widget's column does not exist, a value does not cast, the engine
+is gone), every widget of that dataset runs alone with `run_widget`, so a failing widget gets
+exactly its own error and the others their rows. Datasets run concurrently on a few threads of the
+one session: each query is its own operation of the session's client (a Spark Connect client retries
+a result stream another request preempted, INVALID_CURSOR.DISCONNECTED).
 """
 
 from __future__ import annotations
@@ -145,8 +149,8 @@ def run_datasets(spark: Any, groups: Sequence[DatasetWidgets], workers: int = DA
         found = [run_dataset(spark, g) for g in groups]
     else:
         pool = ThreadPoolExecutor(max_workers=min(workers, len(groups)))
-        try:
-            found = list(pool.map(lambda g: run_dataset(spark, g), groups))
+        try:  # the datasets with the most widget queries first, so no long one is left for the end
+            found = list(pool.map(lambda g: run_dataset(spark, g), sorted(groups, key=subqueries, reverse=True)))
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # an interrupt does not wait for the rest
     return {name: result for results in found for name, result in results.items()}
