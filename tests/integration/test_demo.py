@@ -11,6 +11,8 @@ import json
 import re
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,7 +22,7 @@ from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.anomalies import MIN_HISTORY
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
 from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
-from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables
+from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env
 
 pytestmark = pytest.mark.integration
 
@@ -385,3 +387,22 @@ def test_screenshot_is_saved_for_people(loaded):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack("!II", png[16:24])
     assert width == WIDTH and height == int(loaded["height"]) > 3000  # six pages, one long page
+
+
+def test_widgets_run_together_give_each_widget_s_own_query_result(demo_home: Path):
+    """On the demo's tables, through the engine: every widget's result when a dataset's widgets run
+    together (and datasets concurrently) equals its own query run alone, row for row, in order, with
+    the same types, truncation and error (tests/integration/dashboard_oracle.py compares them)."""
+    done = subprocess.run([sys.executable, "-m", "tests.integration.dashboard_oracle"], cwd=PROJECT_ROOT,
+                          env=cli_env(demo_home), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    dashboard = load_dashboard(LVDASH)
+    assert report["widgets"] == [w.name for _, w in dashboard.widgets() if w.query is not None]
+    assert report["new_order"] == report["widgets"]  # results come back in page order
+    assert report["differences"] == {}
+    assert report["errors"] == {}
+    # The comparison has something to compare: most widgets have rows, some several.
+    assert sum(n > 0 for n in report["rows"].values()) >= len(report["rows"]) - len(EMPTY_IN_DEMO)
+    assert sum(n > 1 for n in report["rows"].values()) >= 20
+    assert report["clock"] == ["tp-table-freshness"]  # the only widget allowed the clock's drift

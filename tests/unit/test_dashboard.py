@@ -16,7 +16,9 @@ import yaml
 
 from pipelines.dashboard.formatting import format_number, time_label_format
 from pipelines.dashboard.lvdash import DashboardError, NumberFormat, load_dashboard, parse_dashboard
-from pipelines.dashboard.query import widget_sql
+from pipelines.dashboard import batch
+from pipelines.dashboard.batch import DatasetWidgets, run_dataset
+from pipelines.dashboard.query import ROW_LIMIT, run_widget, widget_sql
 from pipelines.dashboard.render import TABLE_ROWS, render_dashboard, run_widgets, write_dashboard
 from pipelines.observability.catalog import PUBLISHED, REPORTED, ObservabilityTable
 
@@ -346,6 +348,56 @@ def widget_html(page: str, name: str) -> str:
     start = page.index(f'data-widget="{name}"')
     end = page.find('<div class="widget', start)
     return page[start:end if end > 0 else None]
+
+
+def test_widgets_run_together_return_what_each_widget_s_query_returns_alone(session, monkeypatch):
+    """The widgets of a dataset run as one query (`batch`) and each widget's own query (`run_widget`,
+    Spark running the SQL Lakeview would run) give the same rows in the same order, with groups in
+    Spark's order, NULLs, a capped row count and braces in the SQL; a widget whose column is missing
+    gets the error its own query gets, and the others still their rows. (Rows an ORDER BY ties are
+    the engine's to order: a classic session's `collect()` orders them otherwise than a subquery
+    does, so the times here differ; test_demo compares tied rows too, through Spark Connect.)"""
+    rows = [(f"u{i}", datetime(2026, 11, 2 + i % 3, 10, i), float(i % 4) if i % 5 else None,
+             ("COMPLETED", "FAILED", "CANCELED")[i % 3]) for i in range(23)]
+    update_status_view(session, rows)
+    raw = small_dashboard()
+    raw["datasets"][0]["queryLines"][1] = "  CASE WHEN final_state RLIKE '^C.{8}$' THEN 1.0 ELSE 0.0 END AS ok\n"
+    page = raw["pages"][0]["layout"]
+
+    def table_spec(*names: str) -> dict:
+        return {"version": 1, "widgetType": "table", "encodings": {"columns": [{"fieldName": n} for n in names]}}
+
+    page.append(widget("states", "upd", [field("final_state", "`final_state`"), field("start_time", "`start_time`")],
+                       table_spec("final_state", "start_time"), y=11, disaggregated=True))  # columns as they are
+    page.append(widget("by-state", "upd", [field("final_state", "`final_state`"), field("count(*)", "COUNT(`*`)")],
+                       table_spec("final_state", "count(*)"), y=15))  # GROUP BY without ORDER BY
+    page.append(widget("missing", "upd", [field("nope", "`nope`")], table_spec("nope"), y=19, disaggregated=True))
+    dashboard = parse_dashboard(raw)
+    dataset = dashboard.dataset("upd")
+    widgets = tuple(w for _, w in dashboard.widgets() if w.query is not None)
+    good = tuple(w for w in widgets if w.name != "missing")
+    by_state = tuple(w for w in widgets if w.name == "by-state")
+
+    def same(together: dict, group: tuple, limit: int) -> None:
+        for w in group:
+            alone = run_widget(session, w, dataset, limit)
+            mine = together[w.name]
+            assert (mine.columns, mine.rows, mine.truncated, mine.error, mine.sql) == \
+                (alone.columns, alone.rows, alone.truncated, alone.error, alone.sql), w.name
+
+    def not_alone(*args):
+        raise AssertionError("a widget ran alone: the combined query failed")
+
+    for group in (good, by_state):  # dataset read once, then widgets over it; one widget straight
+        for limit in (ROW_LIMIT, 3):
+            with monkeypatch.context() as patch:
+                patch.setattr(batch, "run_widget", not_alone)
+                together = run_dataset(session, DatasetWidgets(dataset, group), limit)
+            same(together, group, limit)
+    assert together["by-state"].rows and len(run_dataset(session, DatasetWidgets(dataset, good), 3)["latest"].rows) == 3
+    together = run_dataset(session, DatasetWidgets(dataset, widgets))
+    same(together, widgets, ROW_LIMIT)
+    assert "nope" in (together["missing"].error or "") and together["count"].rows == ((23,),)
 
 
 # -- validation --------------------------------------------------------------------------------
