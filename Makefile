@@ -11,7 +11,7 @@ JARS := .cache/ivy/.complete
 CDS := .cache/cds/.complete
 JAVA := .cache/java/.complete
 
-.PHONY: setup browser demo test test-unit test-integration bench docs-images docs-tables clean clean-state
+.PHONY: setup browser demo test test-fast test-unit test-sql test-integration bench docs-images docs-tables clean clean-state
 
 setup: $(INSTALLED) $(JARS) $(JAVA) $(CDS)
 
@@ -65,11 +65,17 @@ PYTEST_WORKERS ?= 2
 test: setup browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
-test-unit: setup
-	$(BIN)/python -m pytest tests/unit
+# The tiers on their own (tests/conftest.py): unit needs no JVM, so no jars either.
+test-fast: $(INSTALLED)
+	$(BIN)/python -m pytest tests/unit -q -n $(PYTEST_WORKERS)
+
+test-unit: test-fast
+
+test-sql: setup
+	$(BIN)/python -m pytest tests/sql -n $(PYTEST_WORKERS) --dist loadfile
 
 test-integration: setup browser
-	$(BIN)/python -m pytest tests/integration
+	$(BIN)/python -m pytest tests/integration -n $(PYTEST_WORKERS) --dist loadfile
 
 bench: setup
 	$(BIN)/python bench/run_update.py

@@ -2,14 +2,14 @@
 
 Open-source Spark ignores `rescuedDataColumn`, so the local engine reads each line as text and
 derives the typed columns, `_rescued_data` and `_corrupt_record` itself. Spark's own JSON reader
-(the parser Auto Loader builds on) is the reference; tests/unit/test_rescue.py compares with it
+(the parser Auto Loader builds on) is the reference; tests/sql/test_rescue.py compares with it
 line by line, and with Python's `json` module for "nothing lost".
 
 - Layouts. `LINES` (the default): a row per line, where JSON white space is space and tab.
   `DOCUMENTS`: a row per file holding one JSON document (`format: json` with `multi_line`,
   pipelines/formats/json_document.py), where CR and LF are white space too and a byte-order mark
   followed by a line end is skipped; all else below holds for both, a document taking a line's place
-  (tests/unit/test_format_json_document.py compares documents with Spark's `multiLine` reader).
+  (tests/sql/test_format_json_document.py compares documents with Spark's `multiLine` reader).
 - Records. A line of JSON white space (space, tab) is no record. One UTF-8 byte-order mark at the
   start of a line is skipped, as Spark's reader does. A top-level array of objects is one record
   per object, each typed and rescued as if it were a line of its own (Spark's reader does the
@@ -40,7 +40,7 @@ or holding NaN/Infinity where the keys cannot be read exactly, falls back to Jac
 key's last value only, rescued as Jackson's compact text, complex columns typed in part. Whether
 Databricks orders `_rescued_data` keys or formats numbers the same way is not verified.
 
-Files from disk (tests/unit/test_rescue.py reads the same files with the text source the local
+Files from disk (tests/sql/test_rescue.py reads the same files with the text source the local
 engine uses and with Spark's JSON reader): both split lines at \\n, \\r\\n and \\r alike; both read
 gzip files by their extension; a UTF-8 byte-order mark at the start of a file is skipped by both;
 lines of several MB, 100 levels of nesting, NaN/Infinity (also +INF), single-quoted strings and

@@ -1,6 +1,14 @@
-"""One classic SparkSession per test run, tuned for tests (local[1], UTC, UI off, 2 shuffle
-partitions, Delta). Integration tests run the `lakewatch` CLI in subprocesses (each its own engine)
-and read the Delta tables it wrote by path with this session."""
+"""The test tiers and what they share.
+
+- `tests/unit/`: no JVM (`make test-fast`): parsing, configuration, the bundle, the CLI's parser, the
+  docs, the import contracts, the update's bookkeeping as plain functions.
+- `tests/sql/`: one classic SparkSession per worker, tuned for tests (local[1], UTC, UI off, 2 shuffle
+  partitions, Delta): transformations, the rescue against Spark's own readers, the observability SQL
+  over crafted event logs, small real streams.
+- `tests/integration/`: real pipeline updates through the `lakewatch` CLI in subprocesses (each state
+  folder its own engine), whose Delta tables the session above reads by path.
+
+Each test is marked with its tier from its folder (`pytest -m unit`, `-m "not integration"`)."""
 
 from __future__ import annotations
 
@@ -12,6 +20,21 @@ import pytest
 # `make test` runs `pytest -n 2 --dist loadfile`: each module runs whole on one worker, so its
 # module-scoped fixtures (a state folder and its engine, crafted tables) are set up once. pytest-xdist
 # hands out the files with the most tests first (see the Makefile for why not longest first).
+
+
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "sql", "integration")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks every test with its tier, the folder it lives in."""
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+        if parts and parts[0] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
+        if parts and parts[0] == "unit" and "spark" in getattr(item, "fixturenames", ()):
+            raise pytest.UsageError(f"{item.nodeid} asks for the Spark session: tests/unit runs without a "
+                                    "JVM; move the test to tests/sql")
 
 
 @pytest.fixture(scope="session")

@@ -274,7 +274,7 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
     spark.createDataFrame(list(sink), SINK_DDL).createOrReplaceTempView("t_sink")
     spark.createDataFrame(list(bronze), BRONZE_DDL).createOrReplaceTempView("t_bronze")
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze",
-               # no size snapshots, no ingest tables expected (tests/unit/test_table_sizes.py has its own)
+               # no size snapshots, no ingest tables expected (tests/sql/test_table_sizes.py has its own)
                "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now),
                "insight_rules": f"({insights.rules_sql()})"}
     wanted = needed_for(only) if only else {t.name for t in TABLES}

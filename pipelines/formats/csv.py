@@ -4,7 +4,7 @@ Open-source Spark's CSV reader maps columns by position and has no rescued data 
 engine reads each file whole (Spark's text source, `wholetext`) and derives the columns itself.
 Spark's own CSV reader (PERMISSIVE, the table's schema, `_corrupt_record`) is the reference, and
 Spark's parser does every conversion: each field's text goes through `from_csv`, the same parser
-with the same options (`sep`, `quote`, `escape`). tests/unit/test_format_csv.py compares with the
+with the same options (`sep`, `quote`, `escape`). tests/sql/test_format_csv.py compares with the
 reader on files from disk.
 
 - Records. A file is split into lines at LF, CRLF and CR; a line of nothing but characters up to

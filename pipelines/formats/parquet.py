@@ -15,7 +15,7 @@ malformed records), `_source_file` (`_metadata.file_path`) and `_source_file_mod
   match in any case, and a declared field the file lacks is NULL, as Spark's reader does (its
   default `spark.sql.caseSensitive=false`); fields the struct does not declare are dropped, as
   Spark's reader drops them (not rescued).
-- Types, with Spark 4.2's Parquet reader as the oracle (tests/unit/test_format_parquet.py reads
+- Types, with Spark 4.2's Parquet reader as the oracle (tests/sql/test_format_parquet.py reads
   the same files with it): a file column is typed when that reader reads its type as the declared
   type and gives the file's values: the same type, or one of these widenings (measured):
   INT8 -> SMALLINT, INT, BIGINT, DOUBLE; INT16 -> INT, BIGINT, DOUBLE; INT32 -> BIGINT, DOUBLE;

@@ -11,7 +11,7 @@ import pytest
 from pipelines.local import checkpoints
 from pipelines.local.file_ledger import FileLedger
 from pipelines.local.file_state import rows_for
-from tests.unit.test_checkpoints import entry, landing_file, make_checkpoint
+from tests.sql.test_checkpoints import entry, landing_file, make_checkpoint
 
 
 def test_first_commit_survives_a_full_refresh(tmp_path):

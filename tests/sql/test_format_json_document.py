@@ -39,7 +39,7 @@ from pipelines.formats import count_records, file_format
 from pipelines.formats.json import DOCUMENT
 from pipelines.formats.json_document import DOCUMENT_RECORDS_SQL, count_document_records
 from pipelines.rescue import DOCUMENTS, rescue_json_lines
-from tests.unit.test_rescue import (HOSTILE, ORACLE_COLUMNS, Members, json_keys, json_values, lost, members,
+from tests.sql.test_rescue import (HOSTILE, ORACLE_COLUMNS, Members, json_keys, json_values, lost, members,
                                     python_members, typed_values_differ)
 
 TABLE = TableSpec(name="docs", format="json", columns=ORACLE_COLUMNS, landing="docs", multi_line=True)
