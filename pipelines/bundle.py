@@ -15,7 +15,7 @@ import getpass
 import glob
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -426,10 +426,13 @@ def _pipeline_configuration(path: Path, data: Mapping[str, Any]) -> dict[str, di
     return result
 
 
-def load_local_bundle(root: Path, home: Path) -> tuple[Bundle, LocalSettings]:
+def load_local_bundle(root: Path, home: Path, variables: Mapping[str, str] | None = None) -> tuple[Bundle, LocalSettings]:
     """The bundle as the local engine runs it: the base target's values, overridden by the local
-    settings, with `${lakewatch.home}` pointing at the local state folder."""
+    settings, then by `variables` (the command line's, e.g. `--landing-root`), with `${lakewatch.home}`
+    pointing at the local state folder."""
     settings = load_local_settings(root)
+    if variables:
+        settings = replace(settings, variables={**settings.variables, **variables})
     bundle = load_bundle(
         root,
         target=settings.base_target,

@@ -64,6 +64,7 @@ def cmd_run(args: argparse.Namespace, project: Any) -> int:
     # here, before the engine starts; then the run lock, before anything is read or written.
     check_update(project, args.pipeline, configuration)
     project.lock_runs(f"lakewatch run {args.pipeline}")
+    _say(f"landing root: {project.landing_root()}")
     request = UpdateRequest(
         pipeline=args.pipeline,
         full_refresh=args.full_refresh,
@@ -167,6 +168,7 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
 
     check_job(project, args.job)  # every pipeline task's input, before the engine starts
     project.lock_runs(f"lakewatch job {args.job}")
+    _say(f"landing root: {project.landing_root()}")
     result = run_job(project.runner(), project.bundle, args.job, say=_say)
     for task in result.tasks:
         for line in console.task_report(task.task_key, task.state, task.error, task.update):
@@ -176,6 +178,7 @@ def cmd_job(args: argparse.Namespace, project: Any) -> int:
 
 def cmd_check(args: argparse.Namespace, project: Any) -> int:
     from pipelines.bundle_check import check_bundle, required_inputs
+    from pipelines.own_data import landing_lines
 
     findings = check_bundle(project.root)
     for finding in findings:
@@ -188,6 +191,8 @@ def cmd_check(args: argparse.Namespace, project: Any) -> int:
     for target, names in required_inputs(project.root).items():
         if names:
             _say(f"  deploying -t {target} needs: {', '.join(names)} (--var=\"name=value\" or BUNDLE_VAR_<name>)")
+    for line in landing_lines(project):  # validates conf/tables.yml as a run does
+        _say(line)
     if args.queries:
         failed = check_queries(project)
         if failed:
@@ -304,10 +309,26 @@ def cmd_engine(args: argparse.Namespace, project: Any) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, project: Any) -> int:
-    from pipelines.demo import run_demo
+    from pipelines.demo import open_project, run_demo
 
-    project.lock_runs("lakewatch demo")
-    return run_demo(project, rows=args.rows, seed=args.seed)
+    with open_project(args.home, _say, args.verbose, project.remote) as demo:
+        demo.lock_runs("lakewatch demo")
+        return run_demo(demo, rows=args.rows, seed=args.seed)
+
+
+def cmd_add_table(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.own_data import add_table
+
+    add_table(project, args.name, args.paths, args.format, args.landing, args.all_strings, args.replace,
+              args.dry_run, _say)
+    return EXIT_OK
+
+
+def cmd_drift(args: argparse.Namespace, project: Any) -> int:
+    from pipelines.own_data import show_drift
+
+    show_drift(project, args.table, args.apply is not None, args.apply or (), _say)
+    return EXIT_OK
 
 
 # -- parser ----------------------------------------------------------------------------------
@@ -318,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="local state folder (default: .lakewatch in the project, or $LAKEWATCH_HOME)")
     parser.add_argument("--remote", metavar="sc://HOST:PORT", default=None,
                         help="run on this Spark Connect endpoint instead of the local engine (or $LAKEWATCH_REMOTE)")
+    parser.add_argument("--landing-root", type=Path, default=None, metavar="FOLDER",
+                        help="the local landing root, any folder (default: variables.landing_root of lakewatch.local.yml)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one update of a bundle pipeline on the local engine")
@@ -380,10 +403,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with start: stop by itself after this many seconds without a client")
     eng.set_defaults(handler=cmd_engine)
 
-    demo = sub.add_parser("demo", help="the whole scenario on a fresh local state: data, updates, observability")
+    demo = sub.add_parser("demo", help="the whole scenario on a fresh state folder of its own: data, updates, observability")
     demo.add_argument("--rows", type=int, default=400)
     demo.add_argument("--seed", type=int, default=7)
     demo.set_defaults(handler=cmd_demo)
+
+    add = sub.add_parser("add-table", help="add a table to conf/tables.yml, its schema inferred from sample files")
+    add.add_argument("name", help="the table's name")
+    add.add_argument("--from", dest="paths", type=Path, nargs="+", required=True, metavar="PATH",
+                     help="sample files, or folders holding them")
+    add.add_argument("--format", choices=["json", "csv", "parquet"], default=None,
+                     help="the files' format (default: from their names)")
+    add.add_argument("--landing", metavar="FOLDER", default=None,
+                     help="landing folder relative to the landing root (default: the samples' folder under it, else NAME)")
+    add.add_argument("--all-strings", action="store_true",
+                     help="every JSON and CSV column STRING (Auto Loader's default without cloudFiles.inferColumnTypes)")
+    add.add_argument("--replace", action="store_true", help="overwrite the table's entry if it exists")
+    add.add_argument("--dry-run", action="store_true", help="show the entry, write nothing")
+    add.set_defaults(handler=cmd_add_table)
+
+    drift = sub.add_parser("drift", help="fields found in a table's _rescued_data (schema drift); --apply adds them to its schema")
+    drift.add_argument("table", nargs="?", default=None, help="the table (default: every table)")
+    drift.add_argument("--apply", nargs="*", metavar="FIELD", default=None,
+                       help="add these new fields (all new ones when none is named) to the table's schema in conf/tables.yml")
+    drift.set_defaults(handler=cmd_drift)
     return parser
 
 
@@ -402,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pipelines.local.project import LocalProject
 
         home = LocalHome(args.home.resolve()) if args.home else LocalHome.default()
-        project = LocalProject(home=home, printer=_say, verbose=args.verbose, remote=args.remote)
+        project = LocalProject(home=home, printer=_say, verbose=args.verbose, remote=args.remote,
+                               landing_root=args.landing_root)
         return int(args.handler(args, project))
     except KeyboardInterrupt as e:
         stopped = cancellation.canceled(e)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 INGEST_PIPELINE = "lakewatch_ingest"
 REMOTE_ENV = "LAKEWATCH_REMOTE"
+LANDING_ROOT_VARIABLE = "landing_root"  # the bundle variable of the pipelines' landing root
 
 
 def register_local_engine() -> None:
@@ -38,7 +39,10 @@ def _notice(text: str) -> None:
 
 class LocalProject:
     def __init__(self, root: Path = PROJECT_ROOT, home: LocalHome | None = None,
-                 printer: Callable[[str], None] = print, verbose: bool = False, remote: str | None = None) -> None:
+                 printer: Callable[[str], None] = print, verbose: bool = False, remote: str | None = None,
+                 landing_root: Path | None = None) -> None:
+        """`landing_root`: the local landing root instead of lakewatch.local.yml's `landing_root` (any
+        folder; the files are read where they are)."""
         self.root = root
         self.remote = remote or os.environ.get(REMOTE_ENV) or None
         self.home = home or LocalHome.default()
@@ -46,7 +50,8 @@ class LocalProject:
         self.verbose = verbose
         self.bundle: Bundle
         self.settings: LocalSettings
-        self.bundle, self.settings = load_local_bundle(root, self.home.root)
+        variables = {LANDING_ROOT_VARIABLE: str(landing_root.resolve())} if landing_root is not None else None
+        self.bundle, self.settings = load_local_bundle(root, self.home.root, variables)
         self._local: LocalSpark | None = None
         self._lock: RunLock | None = None
 
