@@ -83,7 +83,7 @@ def rescued_fields(spark: SparkSession, schema: str, table: TableSpec) -> list[D
     if not rows:
         return []
     values = spark.table(bronze).where(F.col(RESCUED_DATA).isNotNull()).select(RESCUED_DATA)
-    parsed = spark.read.json(values, inferTimestamp=True, dropFieldIfAllNull=False)
+    parsed = spark.read.option("inferTimestamp", "true").json(values)
     inferred = {f.name: f.dataType.simpleString() for f in parsed.schema.fields}
     columns = {c.name.lower(): c for c in table.columns}
     found = []

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pipelines import adapter, drift, tables_file
+from pipelines.errors import LakewatchError
 from pipelines.landing import local_path
-from pipelines.schema_inference import infer_table, landing_for, sample_files
+from pipelines.schema_inference import guess_format, infer_table, landing_for, sample_files
 
 
 def tables_path(project: Any) -> Path:
@@ -37,10 +38,8 @@ def add_table(project: Any, name: str, paths: Sequence[Path], fmt: str | None, l
     path = tables_path(project)
     existing = {t.name for t in project.tables().tables}
     if name in existing and not replace:
-        from pipelines.errors import LakewatchError
-
         raise LakewatchError("TABLE_EXISTS", {"name": name, "path": str(path)})
-    sample_files(paths)  # SAMPLES_NOT_FOUND before the engine starts
+    guess_format(sample_files(paths), fmt)  # missing, mixed or unknown samples: refused before the engine starts
     root = project.landing_root()
     chosen = landing_for(name, paths, root, landing)
     inferred = infer_table(project.spark, name, paths, fmt, chosen, all_strings=all_strings)
@@ -68,13 +67,17 @@ def show_drift(project: Any, table: str | None, apply: bool, fields: Sequence[st
     config = project.tables()
     chosen = drift.tables_of(config, table)
     if apply and len(chosen) != 1:
-        from pipelines.errors import LakewatchError
-
         raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": "--apply needs the TABLE to change"})
     project.use_schema()
     schema = project.schema_name()
     for spec in chosen:
-        found = drift.rescued_fields(project.spark, schema, spec)
+        try:
+            found = drift.rescued_fields(project.spark, schema, spec)
+        except LakewatchError as e:
+            if table is not None or e.error_class != "DRIFT_NO_BRONZE":
+                raise
+            say(f"{spec.name}: {e.text}")  # the other tables are still listed
+            continue
         for line in drift.describe(found, spec):
             say(line)
         if not apply:

@@ -50,7 +50,7 @@ class LocalProject:
         self.verbose = verbose
         self.bundle: Bundle
         self.settings: LocalSettings
-        variables = {LANDING_ROOT_VARIABLE: str(landing_root.resolve())} if landing_root is not None else None
+        variables = {LANDING_ROOT_VARIABLE: str(landing_root.expanduser().resolve())} if landing_root is not None else None
         self.bundle, self.settings = load_local_bundle(root, self.home.root, variables)
         self._local: LocalSpark | None = None
         self._lock: RunLock | None = None
