@@ -82,9 +82,7 @@ def rescued_fields(spark: SparkSession, schema: str, table: TableSpec) -> list[D
         GROUP BY field ORDER BY first_time, field""").collect()
     if not rows:
         return []
-    values = spark.table(bronze).where(F.col(RESCUED_DATA).isNotNull()).select(RESCUED_DATA)
-    parsed = spark.read.option("inferTimestamp", "true").json(values)
-    inferred = {f.name: f.dataType.simpleString() for f in parsed.schema.fields}
+    inferred = _inferred_types(spark, bronze)
     columns = {c.name.lower(): c for c in table.columns}
     found = []
     for row in rows:
@@ -104,6 +102,33 @@ def rescued_fields(spark: SparkSession, schema: str, table: TableSpec) -> list[D
     return found
 
 
+def _json_text(column: str) -> str:
+    """SQL of `column`'s text as a JSON string literal (quoted and escaped)."""
+    return f"substring(to_json(array({column})), 2, length(to_json(array({column}))) - 2)"
+
+
+def _inferred_types(spark: SparkSession, bronze: str) -> dict[str, str]:
+    """Field name -> the type Spark's JSON reader infers from the field's rescued values. `_rescued_data`
+    holds a string as its content and any other value as its JSON text, so each value is turned back
+    into JSON (as it is when it parses as JSON, else as a string) in a line `{"<field>": <value>}`, and
+    the reader, run over all of them, merges each field's type (with inferTimestamp, so timestamps in
+    strings are found)."""
+    from pyspark.sql import functions as F
+
+    value = f"get_json_object({RESCUED_DATA}, concat('$[''', replace(field, '''', ''), ''']'))"
+    is_json = "from_json(concat('{\"v\":', value, '}'), 'v STRING').v IS NOT NULL"
+    lines = spark.sql(f"""
+        SELECT concat('{{', {_json_text('field')}, ':',
+                      CASE WHEN {is_json} THEN value ELSE {_json_text('value')} END, '}}') AS value
+        FROM (SELECT field, {value} AS value
+              FROM (SELECT explode(json_object_keys({RESCUED_DATA})) AS field, {RESCUED_DATA}
+                    FROM {bronze} WHERE {RESCUED_DATA} IS NOT NULL)
+              WHERE field <> '{FILE_PATH_KEY}')
+        WHERE value IS NOT NULL""")
+    parsed = spark.read.option("inferTimestamp", "true").json(lines.select(F.col("value")))
+    return {f.name: f.dataType.simpleString() for f in parsed.schema.fields if f.name != "_corrupt_record"}
+
+
 def _fitting(spark: SparkSession, bronze: str, field: str, data_type: str) -> tuple[int, int]:
     """(rows whose rescued `field` fits `data_type`, rows whose value does not)."""
     value = f"get_json_object({RESCUED_DATA}, {_json_path(field)})"
@@ -114,7 +139,8 @@ def _fitting(spark: SparkSession, bronze: str, field: str, data_type: str) -> tu
     return int(row["fit"]), int(row["n"]) - int(row["fit"])
 
 
-def apply(tables_file: Path, table: TableSpec, fields: Sequence[DriftField], chosen: Sequence[str]) -> list[DriftField]:
+def apply(tables_file: Path, table: TableSpec, fields: Sequence[DriftField], chosen: Sequence[str],
+          landing_root: str | None = None) -> list[DriftField]:
     """Adds the `chosen` new fields (all new ones when none is chosen) to the table's schema in
     conf/tables.yml; refuses a field that is not new or cannot be a column, writing nothing then."""
     new = {f.name: f for f in fields if f.kind == NEW}
@@ -133,7 +159,7 @@ def apply(tables_file: Path, table: TableSpec, fields: Sequence[DriftField], cho
             raise LakewatchError("CLI_INVALID_ARGUMENT", {
                 "reason": f"field '{f.name}' cannot be a column name (letters, digits and underscores)"})
     if picked:
-        add_columns(tables_file, table.name, [(f.name, f.data_type) for f in picked])
+        add_columns(tables_file, table.name, [(f.name, f.data_type) for f in picked], landing_root)
     return picked
 
 

@@ -49,7 +49,7 @@ def add_table(project: Any, name: str, paths: Sequence[Path], fmt: str | None, l
     if dry_run:
         say("nothing written (--dry-run)")
         return
-    tables_file.add_table(path, inferred.table, replace=replace)
+    tables_file.add_table(path, inferred.table, replace=replace, landing_root=str(root))
     folder = root / chosen
     say(f"wrote {path}")
     if folder.is_dir() and all(f.is_relative_to(folder.resolve()) for f in inferred.files):
@@ -82,7 +82,7 @@ def show_drift(project: Any, table: str | None, apply: bool, fields: Sequence[st
             say(line)
         if not apply:
             continue
-        added = drift.apply(tables_path(project), spec, found, fields)
+        added = drift.apply(tables_path(project), spec, found, fields, str(project.landing_root()))
         if not added:
             say(f"no new field to add to {spec.name}")
             continue

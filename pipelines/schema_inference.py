@@ -9,7 +9,7 @@ conf/tables.yml checks it (`config.parse_column_type`); one it refuses becomes S
 
 Suggestions come from the samples' statistics, computed on the engine in one aggregation: a column
 never NULL that looks like a key (its name is `id`, ends in `_id` or `Id`, or its values are unique in
-the samples) gets a `drop` expectation `<column> IS NOT NULL`; other findings (never negative, a few
+the samples, for an integer or STRING column) gets a `drop` expectation `<column> IS NOT NULL`; other findings (never negative, a few
 distinct values, always NULL) are written as YAML comments next to the column, for the user to turn
 into expectations or not. The pure part (`suggest`, `guess_format`, `sample_files`) needs no Spark.
 """
@@ -34,6 +34,7 @@ FORMAT_SUFFIXES = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".csv":
                    ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")
 NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+KEY_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING")  # the types a key found by uniqueness has
 ATOMIC_PREFIXES = (*NUMERIC_TYPES, "STRING", "DATE", "TIMESTAMP", "BOOLEAN")
 FEW_VALUES = 5  # a STRING column with at most this many distinct values suggests an IN (...) expectation
 FEW_VALUES_MIN_ROWS = 10  # ... when the samples hold at least this many non-NULL values
@@ -149,7 +150,8 @@ def suggest(stats: Sequence[ColumnStats], rows: int) -> tuple[list[SuggestedExpe
     for c in stats:
         if rows == 0:
             break
-        unique = c.distinct is not None and c.distinct == rows and rows > 1
+        unique = (c.distinct is not None and c.distinct == rows and rows > 1
+                  and c.data_type in KEY_TYPES)  # a unique DOUBLE or TIMESTAMP is no key
         if c.nulls == rows:
             notes[c.name] = "always NULL in the samples: its type is a guess, declare the one it has"
             continue

@@ -71,9 +71,13 @@ def _text(document: CommentedMap) -> str:
     return out.getvalue()
 
 
-def _validated(path: Path, text: str) -> TablesConfig:
-    """The configuration `text` declares, checked as a run checks it; raises its ConfigError."""
-    return parse_tables(str(path), yamltext.load(text))
+def _validated(path: Path, text: str, landing_root: str | None) -> TablesConfig:
+    """The configuration `text` declares, checked as a run checks it (each landing against the landing
+    root, when given); raises its ConfigError."""
+    config = parse_tables(str(path), yamltext.load(text))
+    if landing_root is not None:
+        config.landing_paths(landing_root)
+    return config
 
 
 def _write(path: Path, text: str) -> None:
@@ -119,7 +123,7 @@ def entry_text(table: NewTable) -> str:
     return header + body
 
 
-def add_table(path: Path, table: NewTable, replace: bool = False) -> TablesConfig:
+def add_table(path: Path, table: NewTable, replace: bool = False, landing_root: str | None = None) -> TablesConfig:
     """Appends the entry (or replaces the one of the same name, in its place, with `replace`), validates
     the whole file as a run does and writes it; nothing is written when anything is refused."""
     document = _read(path)
@@ -142,12 +146,13 @@ def add_table(path: Path, table: NewTable, replace: bool = False) -> TablesConfi
         if index + 1 < len(tables):
             tables.yaml_set_comment_before_after_key(index + 1, before="\n", indent=2)
     text = _text(document)
-    config = _validated(path, text)
+    config = _validated(path, text, landing_root)
     _write(path, text)
     return config
 
 
-def add_columns(path: Path, table: str, columns: Sequence[tuple[str, str]]) -> TablesConfig:
+def add_columns(path: Path, table: str, columns: Sequence[tuple[str, str]],
+                landing_root: str | None = None) -> TablesConfig:
     """Adds columns at the end of a table's schema; validates and writes as `add_table` does."""
     document = _read(path)
     entry = next((t for t in document["tables"] if isinstance(t, Mapping) and t.get("name") == table), None)
@@ -165,6 +170,6 @@ def add_columns(path: Path, table: str, columns: Sequence[tuple[str, str]]) -> T
         schema[name] = data_type
         known.add(name.lower())
     text = _text(document)
-    config = _validated(path, text)
+    config = _validated(path, text, landing_root)
     _write(path, text)
     return config

@@ -144,9 +144,13 @@ def own(tmp_path_factory):
     write_lines(exports / "shipments" / "ship-003.json",
                 [shipment(i, priority=True) for i in range(2 * SHIPMENTS, 2 * SHIPMENTS + 30)])
     written["shipments"] += 30
-    project.run(*root, "run")
-    steps["filled"] = project.query(*root, sql=(
-        "SELECT count(*) AS n, count(priority) AS filled FROM shipments_bronze WHERE _source_file LIKE '%ship-003.json'"))
+    steps["run"] = project.run(*root, "run")
+    filled = ("SELECT count(*) AS n, count(priority) AS filled, "
+              "count_if(get_json_object(_rescued_data, '$.priority') IS NOT NULL) AS rescued FROM shipments_bronze")
+    steps["filled"] = project.query(*root, sql=f"{filled} WHERE _source_file LIKE '%ship-003.json'")
+    # a full refresh of the table reads every file again: the rows from before the change fill the column
+    project.run(*root, "run", "--full-refresh-selection", "shipments_bronze,shipments")
+    steps["refreshed"] = project.query(*root, sql=filled)
     # the demo, after the user's tables: its own state folder and landing root
     steps["files_before"] = hashes(exports)
     steps["counts_before"] = bronze_counts(project, root, written)
@@ -179,6 +183,8 @@ def test_add_table_infers_each_format_and_suggests_key_expectations(own):
     after = (own["project"].root / "conf" / "tables.yml").read_text()
     assert after.startswith(before.split("tables:")[0])
     assert "  - name: payments" in after
+    # a unique TIMESTAMP or DOUBLE is no key: no drop expectation, a comment at most
+    assert not drops["shipments"] & {"shipped_at IS NOT NULL", "weight_kg IS NOT NULL"}
 
 
 def test_check_prints_the_landing_root_and_its_folders(own):
@@ -186,7 +192,7 @@ def test_check_prints_the_landing_root_and_its_folders(own):
     assert f"landing root: {own['exports']}" in out
     for name in ("shipments", "stock_levels", "sensor_readings"):
         assert f"{own['exports'] / name}  exists" in out
-    assert f"landing root: {own['exports']}" in own["job"]
+    assert f"landing root: {own['exports']}" in own["job"] and f"landing root: {own['exports']}" in own["run"]
 
 
 def test_every_record_lands_in_bronze_once(own):
@@ -204,7 +210,8 @@ def test_drift_lists_the_extra_field_then_applies_it(own):
     assert "  priority: BIGINT" in (own["project"].root / "conf" / "tables.yml").read_text()
     assert "in schema" in own["after_apply"]
     assert f"{DRIFTED} rows keep it in _rescued_data until a full refresh" in own["after_apply"]
-    assert own["filled"] == [{"n": 30, "filled": 30}]
+    assert own["filled"] == [{"n": 30, "filled": 30, "rescued": 0}]
+    assert own["refreshed"] == [{"n": 2 * SHIPMENTS + 30, "filled": DRIFTED + 30, "rescued": 0}]
 
 
 def test_the_demo_leaves_the_users_files_and_tables_alone(own):

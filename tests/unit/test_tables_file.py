@@ -90,11 +90,10 @@ def test_replace_overwrites_the_entry_in_its_place_and_keeps_the_others(tables_y
 def test_an_entry_a_run_would_refuse_is_refused_with_its_error_and_nothing_is_written(tables_yml, change, error_class):
     before = tables_yml.read_text()
     if error_class is None:
-        add_table(tables_yml, shipments(**change))
+        add_table(tables_yml, shipments(**change), landing_root="/landing")
         return
     with pytest.raises(ConfigError) as refused:
-        add_table(tables_yml, shipments(**change))
-        load_tables(tables_yml).landing_paths("/landing")
+        add_table(tables_yml, shipments(**change), landing_root="/landing")
     assert refused.value.error_class == error_class
     assert tables_yml.read_text() == before
 
@@ -141,6 +140,8 @@ def test_never_null_keys_get_a_drop_expectation_and_the_rest_comments():
         stats("note", "STRING", nulls=100, distinct=0),
         stats("tags", "ARRAY<STRING>", distinct=None),
         stats("delta", "BIGINT", distinct=80, minimum=-4),
+        stats("weight", "DOUBLE", distinct=100, minimum=0.5),  # unique, but a DOUBLE is no key
+        stats("at", "TIMESTAMP", distinct=100),
     ], rows=100)
     assert [(e.name, e.condition, e.action) for e in expectations] == [
         ("has_order_id", "order_id IS NOT NULL", "drop"), ("has_sku", "sku IS NOT NULL", "drop")]
@@ -151,6 +152,7 @@ def test_never_null_keys_get_a_drop_expectation_and_the_rest_comments():
     assert notes["note"].startswith("always NULL")
     assert notes["tags"].endswith("tags IS NOT NULL")
     assert notes["delta"].endswith("delta IS NOT NULL")
+    assert notes["weight"].endswith("weight >= 0") and notes["at"].endswith("at IS NOT NULL")
 
 
 def test_quotes_in_values_are_doubled_in_the_suggested_condition():
