@@ -260,7 +260,7 @@ class DatabricksEngine:
           with `cloudFiles.cleanSource`). A moved file's lines are counted at its `move_location` (the
           move destination is read too, once it exists); a deleted file's are not (NULL: `not_counted`).
         """
-        from pipelines.observability.tables import path_key
+        from pipelines.pathkeys import path_key
 
         landings = self._landing_folders(spark)
         parts = []

@@ -40,7 +40,7 @@ SPIKE, DROP, BOTH = "spike", "drop", "both"
 SERIES_COLUMNS = ("pipeline_name", "subject", "update_id", "at", "value")
 
 # A comparable update: completed, nothing fully refreshed (update_status.full_refresh: its create_update
-# or its RESETTING state says so, observability/tables.py FULL_REFRESH_AGGREGATES; an unknown one counts as none).
+# or its RESETTING state says so, transformations/observability/update_status.sql; an unknown one counts as none).
 _COMPARABLE = "u.final_state = 'COMPLETED' AND u.full_refresh IS NOT TRUE"
 
 

@@ -15,7 +15,7 @@ import getpass
 import glob
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -426,17 +426,17 @@ def _pipeline_configuration(path: Path, data: Mapping[str, Any]) -> dict[str, di
     return result
 
 
-def load_local_bundle(root: Path, home: Path, variables: Mapping[str, str] | None = None) -> tuple[Bundle, LocalSettings]:
-    """The bundle as the local engine runs it: the base target's values, overridden by the local
-    settings, then by `variables` (the command line's, e.g. `--landing-root`), with `${lakewatch.home}`
-    pointing at the local state folder."""
+def load_local_bundle(root: Path, home: Path, target: str | None = None,
+                      variables: Mapping[str, Any] | None = None) -> tuple[Bundle, LocalSettings]:
+    """The bundle as the local engine runs it: `target`'s values (default: the local settings'
+    base_target), overridden by the local settings' variables, then by `variables` (`--var`, which
+    wins as it does over BUNDLE_VAR_<name> in the Databricks CLI), with `${lakewatch.home}` pointing at
+    the local state folder."""
     settings = load_local_settings(root)
-    if variables:
-        settings = replace(settings, variables={**settings.variables, **variables})
     bundle = load_bundle(
         root,
-        target=settings.base_target,
-        overrides=settings.variables,
+        target=target or settings.base_target,
+        overrides={**settings.variables, **(variables or {})},
         extra_context={"lakewatch": {"home": str(home)}},
     )
     unknown = set(settings.pipeline_configuration) - set(bundle.resources("pipelines"))

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from pipelines import sqltypes, yamltext
+from pipelines.dataset_names import observability_datasets
 from pipelines.errors import ConfigError
 from pipelines.expectations import NAME_PATTERN, Action, Expectation
 
@@ -548,9 +549,7 @@ def parse_tables(path: str, data: Any) -> TablesConfig:
     if not isinstance(items, list):
         raise ConfigError("CONFIG_NOT_A_MAPPING", {"where": f"'tables' in {path}", "found": _describe(items)})
     tables = [parse_table(path, i, item) for i, item in enumerate(items)]
-    from pipelines.observability.tables import TABLES as OBSERVABILITY_TABLES
-
-    reserved = {o.name for o in OBSERVABILITY_TABLES}
+    reserved = set(observability_datasets())
     datasets: dict[str, str] = {}
     for t in tables:
         if t.name in reserved:

@@ -70,8 +70,8 @@ def describe_failure(flow: FlowResult) -> str:
     return one_line(text)
 
 
-def failure_paragraph(result: UpdateResult) -> str:
-    """The error line of a failed update, then its insight: root-cause category and what to do."""
+def failure_parts(result: UpdateResult) -> tuple[str, str, str]:
+    """A failed update's error line (without `error: `), and its insight: root-cause category and what to do."""
     failed = result.failed_flows()
     if result.state == "CANCELED" and result.canceled is not None:
         detail = f"stopped by {result.canceled.why}"
@@ -86,8 +86,31 @@ def failure_paragraph(result: UpdateResult) -> str:
     no_progress = not (result.error or failed) and not any(f.status == "COMPLETED" for f in flows) \
         and not any(f.rows_written for f in flows)
     category, action = insights.classify(insights.facts(result.state, texts, no_progress=no_progress))
-    return (f"error: update {result.update_id} of '{result.pipeline_name}' {result.state}: {detail}\n"
-            f"insight: {category}: {action}")
+    return f"update {result.update_id} of '{result.pipeline_name}' {result.state}: {detail}", category, action
+
+
+def failure_paragraph(result: UpdateResult) -> str:
+    """The error line of a failed update, then its insight: root-cause category and what to do."""
+    error, category, action = failure_parts(result)
+    return f"error: {error}\ninsight: {category}: {action}"
+
+
+def update_document(result: UpdateResult) -> dict[str, object]:
+    """An update as `lakewatch run -o json` prints it (its shape is documented in docs/cli.md)."""
+    error, category, action = failure_parts(result) if not result.ok else (None, None, None)
+    return {
+        "update_id": result.update_id,
+        "pipeline": result.pipeline_name,
+        "state": result.state,
+        "started_at": result.started_at.isoformat(),
+        "ended_at": result.ended_at.isoformat(),
+        "duration_seconds": round((result.ended_at - result.started_at).total_seconds(), 3),
+        "flows": [{"name": f.short_name, "status": f.status, "rows_written": f.rows_written,
+                   "error": describe_failure(f) if f.status == "FAILED" else None}
+                  for f in sorted(result.flows.values(), key=lambda f: f.short_name)],
+        "error": error,
+        "insight": {"category": category, "action": action} if category is not None else None,
+    }
 
 
 def update_report(result: UpdateResult, timings: bool = False) -> list[str]:

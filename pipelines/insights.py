@@ -1,8 +1,8 @@
 """Run insights: why an update failed or was canceled, and what to do about it.
 
 One table of rules, first match wins, read by two places that must agree: the `run_insights`
-materialized view (as a SQL CASE over the update's facts, so Databricks computes it from its own
-event log) and the CLI's failure paragraph (`classify`, in Python). A rule's pattern is a
+materialized view (which joins the update's facts with these rules as rows, the view `insight_rules`,
+so Databricks computes it from its own event log) and the CLI's failure paragraph (`classify`, in Python). A rule's pattern is a
 case-insensitive regular expression that Java and Python read alike, matched against the update's
 facts: its error class, then the class and message of every exception of the error's chain (outermost
 first: what a rule looks for may be in any of them; a file Spark could not read is named only by a
@@ -152,13 +152,13 @@ def file_message_sql(exceptions_expr: str) -> str:
             rf"x -> x.message RLIKE '^\\s*\\[{FILE_ERROR_CLASS}[.\\]]'), 1).message")
 
 
-def category_sql(facts_expr: str) -> str:
-    """CASE expression giving the category of the facts text `facts_expr`."""
-    whens = " ".join(f"WHEN {facts_expr} RLIKE '(?i){r.pattern}' THEN '{r.category}'" for r in RULES)
-    return f"CASE {whens} ELSE '{UNKNOWN}' END"
+RULE_COLUMNS = "rule_order, category, pattern, action"
 
 
-def action_sql(category_expr: str) -> str:
-    """CASE expression giving the recommended action of a category."""
-    whens = " ".join(f"WHEN '{r.category}' THEN '{r.action}'" for r in RULES)
-    return f"CASE {category_expr} {whens} ELSE '{UNKNOWN_ACTION}' END"
+def rules_sql() -> str:
+    """The rules as rows, first match first, then one that matches anything (`unknown`): the relation
+    `run_insights` joins the update's facts with (the observability pipeline's view `insight_rules`)."""
+    rows = [*((r.category, r.pattern, r.action) for r in RULES), (UNKNOWN, "", UNKNOWN_ACTION)]
+    values = ", ".join(f"({order}, '{category}', '{pattern}', '{action}')"
+                       for order, (category, pattern, action) in enumerate(rows, 1))
+    return f"SELECT * FROM VALUES {values} AS insight_rules({RULE_COLUMNS})"

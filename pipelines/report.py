@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from pipelines.observability.tables import BRONZE_EXPECTATIONS
+from pipelines.observability.catalog import BRONZE_EXPECTATIONS
 
 BASELINE_UPDATES = 20
 MIN_HISTORY = 3

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
+from pipelines import insights
 from pipelines.eventlog import events as E
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
-from pipelines.observability.tables import CLOCK, TABLES
+from pipelines.observability.catalog import CLOCK, TABLES
 from pipelines.config import TableSpec
 from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
@@ -274,7 +275,8 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
     spark.createDataFrame(list(bronze), BRONZE_DDL).createOrReplaceTempView("t_bronze")
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze",
                # no size snapshots, no ingest tables expected (tests/unit/test_table_sizes.py has its own)
-               "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now)}
+               "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now),
+               "insight_rules": f"({insights.rules_sql()})"}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.

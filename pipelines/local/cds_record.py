@@ -82,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     args.archive.unlink(missing_ok=True)
+    from pipelines.progress import step
+
     try:
-        record(args.archive)
+        with step("setup: recording the class data sharing archive (starts a throwaway engine)"):
+            record(args.archive)
     except Exception as e:  # noqa: BLE001 (an optimisation: setup goes on without it)
         print(f"no class data sharing archive ({type(e).__name__}: {e}); the engine starts without one",
               file=sys.stderr)

@@ -192,8 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from pipelines.errors import LakewatchError
 
+    from pipelines.progress import step
+
     try:
-        for path in resolve(args.cache_dir, force=args.force):
+        with step("setup: resolving Delta Lake's jars (Ivy, once)"):
+            paths = resolve(args.cache_dir, force=args.force)
+        for path in paths:
             print(path)
     except LakewatchError as e:
         print(f"error: {e}", file=sys.stderr)

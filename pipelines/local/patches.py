@@ -201,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.names) - set(NAMES))
     if unknown:
         parser.error(f"no patch named {', '.join(unknown)}")
-    return build(args.names or None)
+    from pipelines.progress import step
+
+    with step(f"setup: building the engine patches ({', '.join(args.names or NAMES)})"):
+        return build(args.names or None)
 
 
 if __name__ == "__main__":

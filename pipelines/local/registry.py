@@ -3,14 +3,19 @@
 
 It registers everything with the Spark Connect server exactly as SDP's own registry does, and keeps
 each output's type and each flow's target, input datasets (read from the flow's query plan) and
-query DataFrame (to read its schema after the run).
+query DataFrame (to read its schema after the run). A SQL definition file's datasets are recorded from
+its statements (`pipelines/sqldefs.py`): each CREATE declares a dataset and its one flow, named after
+it, whose inputs are the relations its query reads. Locally, their table properties are the local
+engine's, as the adapter gives a Python-declared dataset's (`engine_for(spark).table_properties`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, Callable, cast
 
 import pyspark.sql.connect.proto as pb2
 from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
@@ -21,12 +26,21 @@ from pyspark.pipelines.spark_connect_graph_element_registry import (
     source_code_location_to_proto,
 )
 from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+from pyspark.sql.types import StructType
+
+from pipelines import sqldefs
+from pipelines.adapter import Engine, engine_for
 
 DATASET_TYPES = {
     StreamingTable: "STREAMING_TABLE",
     MaterializedView: "MATERIALIZED_VIEW",
     TemporaryView: "VIEW",
     Sink: "SINK",
+}
+SQL_DATASET_TYPES = {
+    sqldefs.STREAMING_TABLE: "STREAMING_TABLE",
+    sqldefs.MATERIALIZED_VIEW: "MATERIALIZED_VIEW",
+    sqldefs.TEMPORARY_VIEW: "VIEW",
 }
 
 
@@ -51,6 +65,29 @@ class RecordedFlow:
     source_file: str | None = None  # where the flow was declared (SDP's Python API records it)
     source_line: int | None = None
     registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    query: str | None = None  # a SQL flow's query text
+
+
+@dataclass
+class SqlViewQuery:
+    """A view declared in SQL, for its schema after the run: its query with the pipeline's views it reads
+    bound to their recorded DataFrames (outside the run, a name of the pipeline's own resolves to nothing)."""
+
+    spark: Any
+    query: str
+    flows: dict[str, RecordedFlow]
+
+    @property
+    def schema(self) -> StructType:
+        bound = {name: flow.dataframe for name, flow in self.flows.items()
+                 if isinstance(flow.dataframe, ConnectDataFrame)
+                 and re.search(rf"(?<![\w.]){name}(?![\w.])", self.query)}
+        if not bound:
+            return self.spark.sql(self.query).schema
+        text = self.query.replace("{", "{{").replace("}", "}}")
+        for name in bound:
+            text = re.sub(rf"(?<![\w.{{]){name}(?![\w.}}])", "{" + name + "}", text)
+        return self.spark.sql(text, **bound).schema
 
 
 def _is_repeated(descriptor: Any) -> bool:
@@ -136,3 +173,52 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
             source_file=getattr(flow.source_code_location, "filename", None),
             source_line=getattr(flow.source_code_location, "line_number", None),
         )
+
+    def register_sql(self, sql_text: str, file_path: Path) -> None:
+        text = engine_sql(sql_text, engine_for(self._spark))
+        super().register_sql(text, file_path)
+        outputs, flows = sql_records(text, Path(file_path).resolve(), self.substitute)  # SDP reads from the spec's folder
+        self.outputs.update((o.name, o) for o in outputs)
+        for flow, output in zip(flows, outputs):
+            if output.dataset_type == "VIEW":
+                flow.dataframe = SqlViewQuery(self._spark, self.substitute(flow.query or ""), self.flows)
+            self.flows[flow.name] = flow
+
+    def substitute(self, text: str) -> str:
+        """`${key}` replaced by the session's configuration, as Spark's parser does for the SQL files."""
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(self._spark.conf.get(m.group(1), m.group(0))), text)
+
+
+def sql_records(text: str, source_file: Path, substitute: Callable[[str], str]) -> tuple[list[RecordedOutput], list[RecordedFlow]]:
+    """The outputs and flows a SQL definition file declares: each CREATE a dataset (a table's format is
+    Delta) and its one flow, named after it, reading the relations its query names (`substitute` fills
+    in their `${key}` references); a flow reading a STREAM is streaming."""
+    outputs, flows = [], []
+    for definition in sqldefs.parse_file(text):
+        dataset_type = SQL_DATASET_TYPES[definition.kind]
+        outputs.append(RecordedOutput(definition.name, dataset_type, definition.comment,
+                                      format="delta" if dataset_type != "VIEW" else None))
+        reads = [(substitute(name), streaming) for name, streaming in definition.reads()]
+        flows.append(RecordedFlow(
+            name=definition.name,
+            target=definition.name,
+            input_datasets=[name for name, _ in reads],
+            streaming_inputs=any(streaming for _, streaming in reads),
+            dataframe=None,
+            source_file=str(source_file),
+            source_line=definition.line,
+            query=definition.query,
+        ))
+    return outputs, flows
+
+
+def engine_sql(text: str, engine: Engine) -> str:
+    """A SQL definition file's text with the table properties `engine` declares for what its datasets
+    declare: `table_properties` for a streaming table, `materialized_view_properties` for a
+    materialized view (on Databricks both are what is declared)."""
+    def properties(kind: str, declared: dict[str, str]) -> dict[str, str]:
+        if kind == sqldefs.MATERIALIZED_VIEW:
+            return engine.materialized_view_properties(declared)
+        return engine.table_properties(declared)
+
+    return sqldefs.replace_properties(text, properties)

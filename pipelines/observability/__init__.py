@@ -1,1 +1,1 @@
-"""The observability pipeline: materialized views over the ingest pipeline's event log."""
+"""The observability pipeline: its datasets are SQL definition files in transformations/observability/ (`catalog` reads them); `pipeline` writes the queries of the views its Python definition file declares."""

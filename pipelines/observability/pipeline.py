@@ -1,6 +1,7 @@
-"""Declares the observability tables: two streaming tables (`events` from the ingest pipeline's event
-log and its history, `errors` from `events`), materialized views for the rest, and one private
-temporary view.
+"""What the observability pipeline's SQL definition files read that differs per engine or per
+deployment, as queries for the pipeline-private views that its Python definition file
+(transformations/observability/sources.py) declares, and the second flow of `events` (the event log's
+history).
 
 The sources differ per engine only in where file state comes from (`cloud_files_state()` on
 Databricks, the local runner's file-state table locally), which the adapter provides.
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines import insights
 from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY, SCHEMA_KEY, TABLE_SIZES_KEY, engine_for
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
-from pipelines.observability.tables import CLOCK, TABLES, ObservabilityTable, bronze_union_sql, table_properties
+from pipelines.observability.catalog import CLOCK, EVENT_LOG, ObservabilityTable, bronze_union_sql
 from pipelines.sqltypes import empty_relation_sql
 from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
@@ -40,14 +42,14 @@ def sink_source(spark: Any, sink: str) -> str:
     update that ran the sink's flow (an empty landing folder, a failed first update) there is no table,
     and `quarantine_deliveries` (hence `quarantine_daily`, `reconciliation`, `health_metrics`) would fail
     the whole observability update. The local runner creates the sink up front. Should the catalog
-    not answer, the table is read as before."""
+    not answer, the table is read as named."""
     return table_or_empty(spark, sink, empty_sink_sql())
 
 
 def history_source(spark: Any) -> str | None:
     """The event log's history table (`lakewatch.event_log_history`), or None when the configuration
     names none or it does not exist yet (the job's archive task creates it at its first run). Should
-    the catalog not answer, None too: `events` then reads the live log alone, as before the history."""
+    the catalog not answer, None too: `events` then reads the live log alone."""
     name = spark.conf.get(EVENT_LOG_HISTORY_KEY, None)
     if not name:
         return None
@@ -66,31 +68,34 @@ def table_sizes_source(spark: Any) -> str:
     return table_or_empty(spark, name, empty_sizes_sql()) if name else empty_sizes_sql()
 
 
-def sources(spark: Any) -> dict[str, str]:
-    """SQL text for each placeholder of the observability SQL (`event_log_history` is empty when
-    there is no history table)."""
+def source_queries(spark: Any) -> dict[str, str]:
+    """The query of each view the observability SQL reads (`catalog.SOURCE_VIEWS`, and `clock`)."""
     catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)
     tables = tables_config(spark).tables
     bronze = [(t.name, f"{catalog}.{schema}.{t.bronze_name}", t.column_names) for t in tables]
     return {
-        "event_log": spark.conf.get(EVENT_LOG_KEY),
-        "event_log_history": history_source(spark) or "",
-        "file_state": engine_for(spark).file_state_sql(spark, [name for _, name, _ in bronze]),
-        "sink": sink_source(spark, f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}"),
-        "bronze_union": bronze_union_sql(bronze),
-        "table_sizes": table_sizes_source(spark),
-        "ingest_tables": ingest_tables_sql(tables),
-        "now": CLOCK,
+        "landing_file_state": "SELECT * FROM " + engine_for(spark).file_state_sql(spark, [name for _, name, _ in bronze]),
+        "quarantine_sink": "SELECT * FROM " + sink_source(spark, f"{catalog}.{schema}.{CORRUPT_RECORDS_SINK}"),
+        "bronze_union": "SELECT * FROM " + bronze_union_sql(bronze),
+        "table_size_snapshots": "SELECT * FROM " + table_sizes_source(spark),
+        "ingest_tables": "SELECT * FROM " + ingest_tables_sql(tables),
+        "clock": f"SELECT {CLOCK} AS now",
+        "insight_rules": insights.rules_sql(),
     }
 
 
-def streaming_query(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> Any:
-    """A streaming table's query: its source read as a stream (append-only Delta; `skipChangeCommits`
-    lets a delete such as the event log's retention pass), filtered and projected by its SQL parts."""
+def _source_table(table: ObservabilityTable, placeholders: dict[str, str]) -> str:
     assert table.stream is not None, table.name
-    source = table.stream.source.format(**placeholders)
+    return placeholders["event_log"] if table.stream.source == EVENT_LOG else table.stream.source
+
+
+def streaming_query(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> Any:
+    """A streaming table's query as its definition file has it, in the DataFrame API: its source read
+    as a stream (append-only Delta; `skipChangeCommits` lets a delete such as the event log's retention
+    pass), filtered and projected by its SQL parts. `placeholders["event_log"]` names the event log."""
+    assert table.stream is not None, table.name
     return (
-        spark.readStream.option("skipChangeCommits", "true").table(source)
+        spark.readStream.option("skipChangeCommits", "true").table(_source_table(table, placeholders))
         .where(table.stream.where)
         .selectExpr(*table.stream.select)
     )
@@ -115,52 +120,7 @@ def history_query(spark: Any, table: ObservabilityTable, placeholders: dict[str,
     )
 
 
-def declare_history_flow(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> None:
-    from pyspark import pipelines as dp
-
-    def from_history() -> Any:
-        return history_query(spark, table, placeholders)
-
-    dp.append_flow(target=table.name, name=f"{table.name}_from_history")(from_history)
-
-
-def declare_table(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> None:
-    from pyspark import pipelines as dp
-
-    if table.streaming:
-        def stream() -> Any:
-            return streaming_query(spark, table, placeholders)
-
-        dp.table(
-            name=table.name,
-            comment=table.comment,
-            schema=table.schema_ddl,
-            partition_cols=list(table.partition_cols) or None,
-            table_properties=engine_for(spark).table_properties(table_properties(table)),
-        )(stream)
-        return
-
-    sql = table.render(placeholders)
-
-    def query() -> Any:
-        return spark.sql(sql)
-
-    if table.temporary:
-        dp.temporary_view(name=table.name, comment=table.comment)(query)
-    else:
-        dp.materialized_view(
-            name=table.name,
-            comment=table.comment,
-            schema=table.schema_ddl,
-            partition_cols=list(table.partition_cols) or None,
-            table_properties=engine_for(spark).materialized_view_properties(table_properties(table)),
-        )(query)
-
-
-def declare_observability(spark: Any) -> None:
-    """Entry point of the observability definition file."""
-    placeholders = sources(spark)
-    for table in TABLES:
-        declare_table(spark, table, placeholders)
-        if table.stream is not None and table.stream.source == "{event_log}" and placeholders["event_log_history"]:
-            declare_history_flow(spark, table, placeholders)
+def history_placeholders(spark: Any) -> dict[str, str] | None:
+    """The live event log and its history table, or None when there is no history to read."""
+    history = history_source(spark)
+    return {"event_log": spark.conf.get(EVENT_LOG_KEY), "event_log_history": history} if history else None

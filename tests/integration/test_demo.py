@@ -18,7 +18,7 @@ import pytest
 
 from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.anomalies import MIN_HISTORY
-from pipelines.observability.tables import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
+from pipelines.observability.catalog import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
 from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
 from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables
 

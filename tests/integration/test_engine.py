@@ -89,7 +89,7 @@ def test_a_run_whose_engine_dies_fails_at_once_and_the_next_run_closes_its_updat
     assert len(jvm) == 1, jvm
     with subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", *conf], cwd=PROJECT_ROOT,
                           env=cli_env(cli.home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
-        for line in run.stdout:  # type: ignore[union-attr]
+        for line in run.stderr:  # type: ignore[union-attr]  (the update's progress)
             if "RUNNING" in line:
                 break
         os.kill(int(jvm[0]), signal.SIGKILL)  # the engine's JVM dies mid-update (killed, out of memory)
@@ -100,7 +100,7 @@ def test_a_run_whose_engine_dies_fails_at_once_and_the_next_run_closes_its_updat
 
     after = cli.run("run", *conf)  # a new engine; the interrupted update is closed first
     update = re.search(r"update (\S+) of 'lakewatch_ingest' was interrupted: its local engine \(pid \d+\) stopped: "
-                       r"its JVM exited \(code -9", after.stdout)
-    assert update is not None, after.stdout
+                       r"its JVM exited \(code -9", after.stderr)
+    assert update is not None, after.stdout + after.stderr
     failed = closed_as_failed(cli, update[1])  # the event log says why, too
     assert "[UPDATE_INTERRUPTED] The update was interrupted: its local engine (pid" in failed and "code -9" in failed

@@ -90,7 +90,7 @@ def scenario(spark, tmp_path_factory) -> Scenario:
     arrive(100, incomplete_upload=["orders"])
     update(expect=1)
     redeliver(landing)
-    update("--full-refresh")
+    update("--full-refresh-all")
     strict = (PROJECT_ROOT / "conf" / "tables.yml").read_text().replace(
         "      - name: non_negative_amount\n        condition: amount >= 0\n        action: warn",
         "      - name: amount_below_limit\n        condition: amount < 400\n        action: fail",

@@ -222,7 +222,7 @@ def test_the_run_was_killed_mid_update(interrupted):
 
 
 def test_the_next_run_takes_the_stale_lock_over_and_closes_the_killed_update(interrupted):
-    out = interrupted.rerun.stdout
+    out = interrupted.rerun.stdout + interrupted.rerun.stderr  # the result on stdout, notes on stderr
     assert "took over the run lock" in out and f"pid {interrupted.killed_pid}" in out
     assert "was interrupted" in out
     assert UPDATE_LINE.search(out)["state"] == "COMPLETED"
@@ -343,7 +343,7 @@ def test_file_state_shows_the_archived_files_and_reconciliation_still_says_ok(in
 
 
 def test_the_run_says_which_options_have_no_local_equivalent(interrupted):
-    notes = [line for line in interrupted.rerun.stdout.splitlines() if "note: table" in line]
+    notes = [line for line in interrupted.rerun.stderr.splitlines() if "note: table" in line]
     assert len(notes) == 1 and "table 'customers': clean_source move" in notes[0]
     assert "without a retention period" in notes[0]
 
@@ -399,7 +399,7 @@ def test_views_whose_refresh_did_not_complete_keep_their_previous_rows(vanished)
     assert any(before[v] for v in restored)  # there were rows to lose
     for view in sorted(restored):
         assert after[view] == before[view], view
-        assert f"{view}: refresh" in refresh.stdout, view  # said so: "... kept its previous contents"
+        assert f"{view}: refresh" in refresh.stderr, view  # said so: "... kept its previous contents"
     for view in sorted(v for v, s in ended.items() if s == "not selected"):
         assert after[view] == before[view], view
 
@@ -423,8 +423,8 @@ def test_a_refresh_killed_midway_is_closed_without_undoing_the_views_it_wrote(in
     recorded COMPLETED with the rows of that write; no view is restored; and nothing of the killed
     update is written after the refresh that closed it started writing."""
     tables, refresh = interrupted.tables, interrupted.refresh
-    assert refresh is not None and f"update {interrupted.killed_refresh}" in refresh.stdout
-    assert "was interrupted" in refresh.stdout and OBSERVABILITY_LINE.search(refresh.stdout)["state"] == "COMPLETED"
+    assert refresh is not None and f"update {interrupted.killed_refresh}" in refresh.stderr
+    assert "was interrupted" in refresh.stderr and OBSERVABILITY_LINE.search(refresh.stdout)["state"] == "COMPLETED"
     killed = tables.table("lakewatch_observability_event_log").where(
         f"origin.update_id LIKE '{interrupted.killed_refresh}%'")
     [killed_id] = {r[0] for r in killed.select("origin.update_id").collect()}
@@ -544,8 +544,8 @@ def test_a_refresh_killed_while_it_stops_is_closed_canceled_with_its_cause(inter
     stopped, tables = interrupted.escalated, interrupted.tables
     assert stopped is not None and stopped.returncode == -signal.SIGKILL, stopped.output[-3000:]
     closing = interrupted.after_escalation
-    assert closing is not None and f"closed update {stopped.update} as CANCELED (WORKFLOW_CANCELLATION)" in closing.stdout, (
-        closing.stdout[-3000:])
+    assert closing is not None and f"closed update {stopped.update} as CANCELED (WORKFLOW_CANCELLATION)" in closing.stderr, (
+        closing.stderr[-3000:])
     assert not any(r.update_id.startswith(stopped.update) for r in inflight.load_all(LocalHome(tables.home)))
     check_canceled_refresh(tables, stopped.update, "WORKFLOW_CANCELLATION")
 

@@ -240,7 +240,7 @@ def interrupted_remote_run(cli: Cli, server: ConnectServer, retry_seconds: int, 
     env = {**cli_env(cli.home), "LAKEWATCH_REMOTE_RETRY_SECONDS": str(retry_seconds)}
     with subprocess.Popen([sys.executable, "-m", "pipelines.cli", "--remote", server.url, "run", *conf],
                           cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
-        for line in run.stdout:  # type: ignore[union-attr]
+        for line in run.stderr:  # type: ignore[union-attr]  (the update's progress)
             if "RUNNING" in line:
                 break
         server.kill()
@@ -256,7 +256,7 @@ def closed_by_the_next_command(cli: Cli, server: ConnectServer, lost: str) -> No
     """The next `--remote` command closes the interrupted update as FAILED, saying `lost` in its output
     and in the update's terminal event, read back from the server's event log."""
     recovered = cli.run("--remote", server.url, "query", "SELECT 1")
-    update = re.search(rf"update (\S+) of 'lakewatch_ingest' was interrupted: {re.escape(lost)}", recovered.stdout)
+    update = re.search(rf"update (\S+) of 'lakewatch_ingest' was interrupted: {re.escape(lost)}", recovered.stderr)
     assert update is not None, recovered.stdout + recovered.stderr
     failed = closed_as_failed(cli, update[1], "--remote", server.url)
     assert f"[UPDATE_INTERRUPTED] The update was interrupted: {lost}" in failed, failed
@@ -313,14 +313,14 @@ def test_a_remote_run_stopped_by_ctrl_c_counts_what_it_committed_and_commits_not
     with subprocess.Popen([sys.executable, "-m", "pipelines.cli", *remote, "run", *conf], cwd=PROJECT_ROOT,
                           env=cli_env(cli.home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
         seen = []
-        for line in run.stdout:  # type: ignore[union-attr]
+        for line in run.stderr:  # type: ignore[union-attr]  (the update's progress)
             seen.append(line)
             if "_bronze" in line and "RUNNING" in line:
                 break
         run.send_signal(signal.SIGINT)
         out, err = run.communicate(timeout=300)
-    out = "".join(seen) + out
-    assert run.returncode == 130 and "STOPPING" in out, out + err
+    err = "".join(seen) + err
+    assert run.returncode == 130 and "STOPPING" in err, out + err
     canceled = re.search(r"update (\S+) of 'lakewatch_ingest': CANCELED", out)
     assert canceled is not None, out
     events = json.loads(cli.run(*remote, "query", "--json", (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.local.measure import commit_tag
-from pipelines.observability.tables import TABLES
+from pipelines.observability.catalog import TABLES
 from tests.integration.helpers import Cli, LocalTables, project_tables
 
 pytestmark = pytest.mark.integration
@@ -73,7 +73,7 @@ def trust(spark, tmp_path_factory) -> Trust:
                     [customer(batch * ROWS + i) for i in range(ROWS)])
         update()
     snapshot(cli, t, "healthy")
-    update("--full-refresh")
+    update("--full-refresh-all")
     snapshot(cli, t, "after full refresh")
     write_lines(landing / "orders" / "orders-2.json",
                 [order(2 * ROWS + i, amount=-1.0 if i < FAILING else 3.0) for i in range(ROWS)])

@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.alerts import AlertSpec, aggregate, evaluate, format_result, load_alerts, run_alert
 from pipelines.bundle import load_bundle
-from pipelines.observability.tables import HEALTH_METRIC_NAMES
+from pipelines.observability.catalog import HEALTH_METRIC_NAMES
 from tests.eventlog_builders import Inputs, Update, bronze_rows, completed_update, file_row, full_refresh_story, sink_row
 
 DB = "alert_checks"

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pipelines import anomalies as A
+from pipelines.observability.catalog import by_name
 from tests.eventlog_builders import Inputs, Update, completed_update
 
 START = datetime(2026, 11, 2, 6, 0, tzinfo=timezone.utc)  # a Monday
@@ -226,3 +227,12 @@ def test_rows_written_leaves_out_updates_a_streaming_flow_had_nothing_to_read(sp
     spike = rows[("u27", "customers_bronze")]
     assert (spike["history_size"], spike["baseline_median"], spike["kind"]) == (6, 1000, "spike")
     assert rows[("u27", "orders_daily_view")]["baseline_median"] == 500
+
+
+def test_the_anomalies_definition_file_runs_the_detector_of_this_module():
+    """transformations/observability/anomalies.sql holds the SQL `anomalies_sql` writes from the baselines
+    and settings here, and its column comments name the settings."""
+    table = by_name("anomalies")
+    assert " ".join(table.sql.split()) == " ".join(A.anomalies_sql().split())
+    comments = dict((name, comment) for name, _, comment in table.columns)
+    assert f"at most {A.WINDOW}" in comments["history_size"] and f"from {A.THRESHOLD}" in comments["score"]

@@ -254,3 +254,211 @@ def test_only_local_landing_folders_are_checked():
     assert local_path("file:///tmp/landing/orders") == Path("/tmp/landing/orders")
     assert local_path("s3://bucket/landing/orders") is None
     assert local_path("dbfs:/Volumes/main/x/landing/orders") is None
+
+
+# -- the parser: global flags, --version, refresh selection, numbers (no engine) ---------------------
+GLOBAL_FLAGS = [["--verbose"], ["--home", "/tmp/h"], ["--remote", "sc://h:1"], ["-t", "dev"], ["--target", "prod"],
+                ["--var", "landing_root=/x"], ["--landing-root", "/x"]]
+
+
+@pytest.mark.parametrize("verb", [["run"], ["run", "lakewatch_observability", "--refresh", "a"], ["generate"],
+                                  ["query", "SELECT 1"], ["job"], ["alerts"], ["report"], ["dashboard"], ["check"],
+                                  ["engine", "stop"], ["demo"], ["redeliver"]])
+@pytest.mark.parametrize("flag", GLOBAL_FLAGS, ids=lambda f: f[0])
+def test_a_global_flag_before_or_after_the_verb_gives_the_same_namespace(verb, flag):
+    from pipelines.cli import build_parser
+
+    before = build_parser().parse_args([*flag, *verb])
+    after = build_parser().parse_args([*verb, *flag])
+    assert vars(before) == vars(after)
+    neither = build_parser().parse_args(verb)
+    assert vars(before) != vars(neither)  # the flag was taken, not dropped
+
+
+def test_global_flags_on_both_sides_of_the_verb_add_up_and_the_one_before_is_kept():
+    from pipelines.cli import build_parser
+
+    args = build_parser().parse_args(["--home", "/tmp/h", "--var", "a=1", "--verbose", "run", "--var", "b=x=y"])
+    assert (args.home, args.var, args.verbose, args.target) == (Path("/tmp/h"), [("a", "1"), ("b", "x=y")], True, None)
+
+
+def test_version_is_the_package_version(tmp_path):
+    import tomllib
+    from importlib import metadata
+
+    declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["version"]
+    result = lakewatch(tmp_path, "--version")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == f"lakewatch {metadata.version('lakewatch')}\n"
+    assert metadata.version("lakewatch") == declared
+
+
+def request(*words: str, capsys=None):
+    from pipelines.cli import build_parser
+    from pipelines.cli.updates import update_request
+
+    return update_request(build_parser().parse_args(["run", *words]))
+
+
+@pytest.mark.parametrize("words, full_refresh, full_refresh_selection, refresh_selection", [
+    ((), False, (), ()),
+    (("--full-refresh-all",), True, (), ()),
+    (("--full-refresh", "orders_bronze,orders"), False, ("orders_bronze", "orders"), ()),
+    (("--full-refresh", " orders_bronze , orders "), False, ("orders_bronze", "orders"), ()),
+    (("--full-refresh-selection", "orders_bronze,orders"), False, ("orders_bronze", "orders"), ()),
+    (("--refresh", "orders_bronze"), False, (), ("orders_bronze",)),
+    (("lakewatch_observability", "--refresh", "a,b", "--set", "k=v=w", "--cause", "JOB_TASK"), False, (), ("a", "b")),
+])
+def test_the_refresh_spellings_make_the_update_request(words, full_refresh, full_refresh_selection, refresh_selection):
+    from pipelines.local.update.types import UpdateRequest
+
+    pipeline = words[0] if words and not words[0].startswith("-") else "lakewatch_ingest"
+    configuration = (("k", "v=w"),) if "--set" in words else ()
+    cause = "JOB_TASK" if "--cause" in words else "USER_ACTION"
+    assert request(*words) == UpdateRequest(pipeline=pipeline, full_refresh=full_refresh,
+                                            full_refresh_selection=full_refresh_selection,
+                                            refresh_selection=refresh_selection, cause=cause,
+                                            configuration=configuration)
+
+
+def test_the_old_full_refresh_selection_says_it_is_deprecated(capsys):
+    request("--full-refresh-selection", "orders")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--full-refresh-selection is deprecated; write --full-refresh T1,T2" in captured.err
+
+
+@pytest.mark.parametrize("words, got", [
+    (("--refresh", "a", "--full-refresh", "b"), "--refresh, --full-refresh"),
+    (("--full-refresh-all", "--refresh", "a"), "--refresh, --full-refresh-all"),
+    (("--full-refresh-all", "--full-refresh", "b"), "--full-refresh-all, --full-refresh"),
+    (("--full-refresh-selection", "a", "--refresh", "b"), "--refresh, --full-refresh"),
+])
+def test_refresh_selections_exclude_each_other_as_in_databricks_bundle_run(capsys, words, got):
+    with pytest.raises(SystemExit) as exit_info:
+        request(*words)
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and captured.out == ""
+    assert f"lakewatch run: error: pipeline run arguments are mutually exclusive (got {got})" in captured.err
+
+
+@pytest.mark.parametrize("words, message", [
+    (("generate", "--batches", "-1"), "argument --batches: expected a whole number of at least 1, got '-1'"),
+    (("generate", "--batches", "0"), "argument --batches: expected a whole number of at least 1, got '0'"),
+    (("generate", "--rows", "ten"), "argument --rows: expected a whole number of at least 1, got 'ten'"),
+    (("generate", "--seed", "-3"), "argument --seed: expected a whole number of at least 0, got '-3'"),
+    (("generate", "--files-per-batch", "1.5"), "argument --files-per-batch: expected a whole number of at least 1"),
+    (("query", "SELECT 1", "--limit", "0"), "argument --limit: expected a whole number of at least 1, got '0'"),
+    (("report", "--last", "-2"), "argument --last: expected a whole number of at least 1, got '-2'"),
+    (("engine", "start", "--idle-seconds", "0"), "argument --idle-seconds: expected a whole number of at least 1"),
+    (("demo", "--rows", "0"), "argument --rows: expected a whole number of at least 1, got '0'"),
+    (("run", "--refresh", ","), "argument --refresh: expected comma-separated names (T1,T2), got ','"),
+    (("alerts", "-o", "yaml"), "argument -o/--output: expected json or text, got 'yaml'"),
+    (("run", "--var", "novalue"), "argument --var: expected name=value, got 'novalue'"),
+])
+def test_a_bad_number_or_flag_value_exits_2_with_the_reason_on_stderr_and_nothing_on_stdout(capsys, words, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(words))
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and captured.out == ""
+    assert captured.err.startswith("usage: lakewatch ") and message in captured.err, captured.err
+
+
+def test_every_flag_has_a_help_text_and_every_verb_examples_and_exit_codes():
+    import argparse
+
+    from pipelines.cli import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+    for name, verb in sub.choices.items():
+        assert "exit codes:" in verb.epilog and (name == "demo" or f"lakewatch {name}" in verb.epilog), name
+        for action in verb._actions:  # noqa: SLF001
+            assert action.help, (name, action.option_strings or action.dest)
+
+
+# -- results on stdout, exactly (no engine) -------------------------------------------------------------
+def test_json_holds_decimals_exactly_and_dates_as_iso_text(capsys):
+    import json
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    from pipelines.cli.output import json_result
+
+    big = Decimal("12345678901234567890.123456789012345678")
+    json_result({"d": big, "small": Decimal("0.10"), "at": datetime(2026, 1, 2, 3, 4, 5), "day": date(2026, 1, 2),
+                 "raw": b"\xff\x00", "nan": float("nan"), "nested": [{"x": Decimal("-1E-7")}]})
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    document = json.loads(out)
+    assert Decimal(document["d"]) == big and document["small"] == "0.10"
+    assert document["nested"] == [{"x": "-1E-7"}] and document["nan"] is None and document["raw"] == "/wA="
+    assert (document["at"], document["day"]) == ("2026-01-02T03:04:05", "2026-01-02")
+
+
+def test_check_prints_its_json_result_alone_on_stdout(capsys, tmp_path):
+    """The project's own bundle, checked offline (no engine starts: the state folder stays empty)."""
+    import json
+
+    code = main(["--home", str(tmp_path), "check", "-o", "json"])
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert code == 0 and captured.err == "", captured.err
+    assert set(document) == {"ok", "findings", "required_inputs", "queries"}
+    assert document["ok"] is True and document["findings"] == [] and document["queries"] is None
+    assert set(document["required_inputs"]) == {"dev", "prod"}
+    text = main(["check", "-t", "prod", "--home", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert text == 0 and out.startswith("bundle OK") and "deploying -t prod needs" in out and "-t dev" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_shell_completes_verbs_and_flags_but_not_deprecated_ones(tmp_path):
+    """What argcomplete answers the shell (`eval "$(register-python-argcomplete lakewatch)"`)."""
+    answers = {}
+    for line in ("lakewatch en", "lakewatch run --full"):
+        out = tmp_path / "completions"
+        result = lakewatch(tmp_path, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+                           _ARGCOMPLETE_STDOUT_FILENAME=str(out))
+        assert result.returncode == 0, result.stderr
+        answers[line] = set(out.read_text().replace("\v", " ").split())
+    assert answers["lakewatch en"] == {"engine"}
+    assert answers["lakewatch run --full"] == {"--full-refresh", "--full-refresh-all"}
+
+
+def test_long_steps_and_counts_say_so_on_stderr_in_plain_lines_off_a_terminal(capsys):
+    import re
+
+    from pipelines.progress import Counter, step
+
+    with step("setup: resolving"):
+        print("the step's own output")
+    with Counter("flows finished") as counter:
+        counter.say("starting")
+        counter.advance(1, "orders COMPLETED")
+        counter.advance(2)
+    captured = capsys.readouterr()
+    assert captured.out == "the step's own output\n" and counter.done == 3
+    lines = captured.err.splitlines()
+    assert lines[0] == "setup: resolving ..." and re.fullmatch(r"setup: resolving: done in \d+s", lines[1])
+    assert lines[2:] == ["starting", "orders COMPLETED"]
+
+
+def test_var_overrides_the_local_settings_and_is_the_landing_folder_checked(capsys, bundle_copy, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    err = refused(capsys, bundle_copy, "run", "--var", f"landing_root={elsewhere}")
+    assert f"table 'orders': {elsewhere}/orders; table 'customers': {elsewhere}/customers" in err
+    err = refused(capsys, bundle_copy, "-t", "staging", "run")
+    assert "[BUNDLE_UNKNOWN_TARGET]" in err and "staging" in err
+
+
+def test_target_and_var_choose_what_the_bundle_resolves(bundle_copy):
+    from pipelines.local import project as project_module
+    from pipelines.local.home import LocalHome
+
+    home = LocalHome(bundle_copy.home)
+    default = project_module.LocalProject(home=home)
+    assert (default.bundle.target, default.bundle.variable("schema")) == ("dev", "lakewatch")  # lakewatch.local.yml
+    chosen = project_module.LocalProject(home=home, target="prod", variables={"schema": "audit"})
+    assert (chosen.bundle.target, chosen.bundle.variable("schema")) == ("prod", "audit")
+    assert chosen.bundle.variable("catalog") == "spark_catalog"  # the other local settings still hold

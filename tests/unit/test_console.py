@@ -64,3 +64,39 @@ def test_exit_codes_and_what_run_and_job_print():
     task = console.task_report("ingest", "FAILED", "a task error", failed)
     assert task == ["task ingest: FAILED", "  a task error", *["  " + line for line in console.summarize(failed)],
                     "  " + console.failure_paragraph(failed)]
+
+
+def documented_keys(verb: str) -> dict[str, str]:
+    """The keys and types of a verb's `-o json` object, from its table in docs/cli.md."""
+    from tests.unit.test_docs import text_of
+
+    section = text_of("docs/cli.md").split(f"### `lakewatch {verb}", 1)[1].split("\n### ", 1)[0]
+    table = section.split("| key | type | what |", 1)[1].split("\n\n", 1)[0]
+    keys = {}
+    for row in table.splitlines()[2:]:
+        names, kind = row.split("|")[1:3]
+        for name in names.split(","):
+            keys[name.strip().strip("`")] = kind.strip()
+    return keys
+
+
+def test_the_json_of_an_update_has_the_documented_keys_and_types():
+    bronze = FlowResult("spark_catalog.lakewatch.orders_bronze", "FAILED", error="boom", exceptions=list(CHAIN))
+    sink = FlowResult("orders_to_corrupt_records_sink", "COMPLETED", rows_written=3)
+    failed = console.update_document(a_result("FAILED", [sink, bronze]))
+    done = console.update_document(a_result("COMPLETED", [sink]))
+    documented = documented_keys("run")
+    assert set(failed) == set(done) == set(documented)
+    python_types = {"string": str, "number": (int, float), "array of objects": list, "object or null": (dict, type(None)),
+                    "string or null": (str, type(None))}
+    for document in (failed, done):
+        for key, kind in documented.items():
+            assert isinstance(document[key], python_types[kind]), (key, kind, document[key])
+    assert failed["flows"] == [
+        {"name": "orders_bronze", "status": "FAILED", "rows_written": None, "error": console.describe_failure(bronze)},
+        {"name": "orders_to_corrupt_records_sink", "status": "COMPLETED", "rows_written": 3, "error": None}]
+    error, insight = console.failure_paragraph(a_result("FAILED", [sink, bronze])).split("\n")
+    assert f"error: {failed['error']}" == error
+    assert f"insight: {failed['insight']['category']}: {failed['insight']['action']}" == insight
+    assert (done["error"], done["insight"], done["duration_seconds"]) == (None, None, 12.34)
+    assert done["started_at"] == AT.isoformat() and done["state"] == "COMPLETED"

@@ -18,7 +18,7 @@ from pipelines.dashboard.formatting import format_number, time_label_format
 from pipelines.dashboard.lvdash import DashboardError, NumberFormat, load_dashboard, parse_dashboard
 from pipelines.dashboard.query import widget_sql
 from pipelines.dashboard.render import TABLE_ROWS, render_dashboard, run_widgets, write_dashboard
-from pipelines.observability.tables import PUBLISHED, REPORTED, ObservabilityTable
+from pipelines.observability.catalog import PUBLISHED, REPORTED, ObservabilityTable
 
 ROOT = Path(__file__).resolve().parents[2]
 LVDASH = ROOT / "dashboards" / "lakewatch.lvdash.json"
@@ -129,7 +129,7 @@ def test_every_health_metric_an_alert_reads_has_a_widget():
     """Whoever an alert pages opens the dashboard next: the figure it fired on is there to read."""
     from pipelines.alerts import load_alerts
     from pipelines.bundle import load_bundle
-    from pipelines.observability.tables import HEALTH_METRIC_NAMES
+    from pipelines.observability.catalog import HEALTH_METRIC_NAMES
 
     bundle = load_bundle(ROOT, overrides={"warehouse_id": "local"})  # the lookup needs a workspace
     read = {name for spec in load_alerts(bundle) for name in HEALTH_METRIC_NAMES

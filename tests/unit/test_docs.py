@@ -6,6 +6,7 @@ and every `#anchor` into a Markdown file at one of its headings."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -18,7 +19,7 @@ import yaml
 
 from docs.tools import observability_tables
 from pipelines.cli import build_parser
-from pipelines.observability.tables import HEALTH_METRIC_NAMES, PUBLISHED
+from pipelines.observability.catalog import HEALTH_METRIC_NAMES, PUBLISHED
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -130,16 +131,20 @@ def test_lakewatch_command_parses(where: str, words: list[str]):
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
             args = build_parser().parse_args(words[1:])
     except SystemExit as e:
-        # `--help` exits 0 after printing; anything else is a parse error
-        assert e.code == 0 and ("-h" in words or "--help" in words), f"{where}: {' '.join(words)}: {stderr.getvalue()}"
+        # `--help` and `--version` exit 0 after printing; anything else is a parse error
+        assert e.code == 0 and {"-h", "--help", "--version"} & set(words), f"{where}: {' '.join(words)}: {stderr.getvalue()}"
         return
     assert args.handler is not None
 
 
-def test_parser_refuses_what_the_docs_must_not_show():
-    """The oracle of the test above: argparse takes global flags before the verb only."""
-    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
-        build_parser().parse_args(["run", "--verbose"])
+@pytest.mark.parametrize("words", [["run", "--full-refresh"], ["run", "--no-such-flag"], ["generate", "--batches", "0"],
+                                   ["run", "--refresh", "a", "--full-refresh-all"]])
+def test_parser_refuses_what_the_docs_must_not_show(words: list[str]):
+    """The oracle of the test above: argparse refuses a flag without its value, an unknown flag, a
+    number out of range and selections that exclude each other."""
+    with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(words)
+    assert exit_info.value.code == 2
 
 
 @pytest.mark.parametrize("where,words", [c for c in all_commands() if c[1][0] == "make"],
@@ -160,14 +165,14 @@ def test_inline_make_targets_and_verbs_exist():
             if words[0] == "make" and len(words) > 1:
                 assert {w for w in words[1:] if "=" not in w} <= targets, (doc_id(path), span)
             if Path(words[0]).name == "lakewatch" and len(words) > 1:
-                assert inline_verb(words[1:]) in names | {"VERB", "--help"}, (doc_id(path), span)
+                assert inline_verb(words[1:]) in names | {"VERB", "--help", "--version"}, (doc_id(path), span)
 
 
 def inline_verb(words: list[str]) -> str | None:
     """The verb of an inline `lakewatch ...`: the first word after the global flags (and their values)."""
     rest = iter(words)
     for word in rest:
-        if word in ("--home", "--remote"):
+        if word in ("--home", "--remote", "-t", "--target", "--var", "--landing-root"):
             next(rest, None)
         elif word == "--verbose":
             continue
@@ -228,10 +233,13 @@ def test_every_verb_is_documented_and_counted():
 def test_every_flag_of_every_verb_is_in_the_cli_page():
     cli = text_of("docs/cli.md")
     sections = dict(re.findall(r"^### `lakewatch ([\w-]+)[^\n]*\n(.*?)(?=^##|\Z)", cli, re.M | re.S))
+    global_flags = {flag for action in build_parser()._actions for flag in action.option_strings}  # noqa: SLF001
     for name, parser in verbs().items():
         for action in parser._actions:  # noqa: SLF001
+            if action.help == argparse.SUPPRESS:  # a deprecated spelling, documented in prose
+                continue
             for flag in action.option_strings:
-                if flag not in ("-h", "--help"):
+                if flag not in global_flags:  # every verb takes the global flags: checked below
                     assert f"`{flag}" in sections[name], (name, flag)
     for action in build_parser()._actions:  # noqa: SLF001
         for flag in action.option_strings:

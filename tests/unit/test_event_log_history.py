@@ -18,7 +18,7 @@ from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
 from pipelines.local.job import run_job
 from pipelines.local.sql_task import SqlTaskError, render, run_sql_file, split_statements
 from pipelines.observability.pipeline import history_query, streaming_query
-from pipelines.observability.tables import EVENTS
+from pipelines.observability.catalog import by_name
 from tests.eventlog_builders import TINY_DATA_CONF, Update, completed_update, event_rows, utc
 
 ARCHIVE_SQL = Path(__file__).resolve().parents[2] / "jobs" / "archive_event_log.sql"
@@ -127,8 +127,8 @@ def test_history_plus_live_log_count_each_event_once(session, tmp_path):
     placeholders = {"event_log": LOG, "event_log_history": HISTORY}
 
     def refresh(target: str, checkpoints: Path) -> None:
-        for name, query in (("live", streaming_query(session, EVENTS, placeholders)),
-                            ("history", history_query(session, EVENTS, placeholders))):
+        for name, query in (("live", streaming_query(session, by_name("events"), placeholders)),
+                            ("history", history_query(session, by_name("events"), placeholders))):
             query.writeStream.option("checkpointLocation", str(checkpoints / name)) \
                 .trigger(availableNow=True).format("delta").toTable(target).awaitTermination()
 

@@ -14,7 +14,7 @@ from pyspark.sql.types import _parse_datatype_string
 from pipelines.adapter import EVENT_LOG_HISTORY_KEY
 from pipelines.ingestion import SINK_SCHEMA_DDL
 from pipelines.observability.pipeline import empty_sink_sql, history_source, sink_source
-from pipelines.observability.tables import by_name
+from pipelines.observability.catalog import by_name
 
 SINK = "main.lakewatch.corrupt_records_sink"
 HISTORY = "main.lakewatch.lakewatch_ingest_event_log_history"

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines import insights as I
 from pipelines.local.recovery import interrupted_error
+from pipelines.observability.catalog import by_name
 from tests.eventlog_builders import Update, observability_views, today_at
 
 Chain = tuple[tuple[str, str], ...]  # (exception class, message), outermost first
@@ -234,3 +235,14 @@ def test_concise_in_python_and_sql(spark, message, expected):
     assert I.concise(message) == expected
     [row] = spark.createDataFrame([(message,)], "m STRING").selectExpr(f"{I.concise_sql('m')} AS c").collect()
     assert row["c"] == expected
+
+
+def test_run_insights_reads_the_facts_and_messages_as_this_module_writes_them_in_sql():
+    """transformations/observability/run_insights.sql holds the SQL counterparts written here: the concise
+    message, the message of the exception that names an unreadable file, the chain's facts, the markers."""
+    sql = by_name("run_insights").sql
+    for expected in (I.concise_sql("i.first_error_text"), I.concise_sql("i.root_cause_message"),
+                     I.concise_sql("coalesce(e.exception_message, e.message)"), I.file_message_sql("c.exceptions"),
+                     I.chain_sql("i.first_error_chain"), f"'{I.STATE_MARKER}'", f"'{I.BACKLOG_GROWING}'",
+                     f"'{I.NO_PROGRESS}'", "JOIN insight_rules"):
+        assert expected in sql, expected

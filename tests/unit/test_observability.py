@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from chispa import assert_df_equality
@@ -10,7 +11,10 @@ from chispa import assert_df_equality
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
 
 from pipelines.observability.pipeline import streaming_query
-from pipelines.observability.tables import EVENTS, ERRORS, HEALTH_METRIC_NAMES, PUBLISHED, TABLES, by_name, table_properties
+from pipelines import sqldefs
+from pipelines.dataset_names import OBSERVABILITY_DEFINITIONS
+from pipelines.observability.catalog import (EVENT_LOG, HEALTH_METRIC_NAMES, PUBLISHED, SOURCE_VIEWS, TABLES, by_name,
+                                             table_properties)
 from tests.eventlog_builders import (
     CATALOG_SCHEMA,
     TINY_DATA_CONF,
@@ -297,7 +301,7 @@ def test_bronze_duplicates_count_records_that_landed_before(fresh):
 def test_the_content_hash_ignores_file_and_time_columns_only(spark, tmp_path):
     """Real Delta tables with bronze's metadata columns: the same record from two files hashes alike,
     a record differing in one data column, in rescued data or as a corrupt line does not."""
-    from pipelines.observability.tables import bronze_union_sql
+    from pipelines.observability.catalog import bronze_union_sql
 
     rows_in = [
         ("o1", 2.5, None, None, "file:/l/a.json", utc(2026, 11, 1), utc(2026, 11, 2)),
@@ -591,6 +595,7 @@ def test_streaming_tables_read_the_event_log_as_a_stream_and_match_their_sql(spa
                  else writer.format("delta").toTable(sink))
         query.awaitTermination()
 
+    EVENTS, ERRORS = by_name("events"), by_name("errors")
     append(completed_update("s1", utc(2026, 11, 2, 8), quarantined=1), failed_update("s2", utc(2026, 11, 2, 9)))
     drain(EVENTS, "obs_stream_test.events")
     assert_df_equality(session.table("obs_stream_test.events"), session.sql(EVENTS.render(placeholders)),
@@ -732,3 +737,23 @@ def test_file_names_a_uri_escapes_reconcile_with_bronze_as_the_same_file(fresh, 
                        "ORDER BY path") == sorted(
         (state_path[n], "committed", 2, 2, 1 if n == "p%41ct.json" else 0, "ok") for n in names)
     assert rows(fresh, "SELECT latency_status, count(*) FROM file_latency GROUP BY 1") == [("measured", len(names))]
+
+
+def test_each_definition_file_declares_its_dataset_and_the_properties_its_readers_need():
+    """The TBLPROPERTIES written in each .sql file are the rule's (quality gold; change data feed and row
+    tracking where another view reads the table), and each file is named after its dataset."""
+    for table in TABLES:
+        assert (OBSERVABILITY_DEFINITIONS / f"{table.name}.sql").is_file()
+        if not table.temporary:
+            assert dict(table.properties) == table_properties(table), table.name
+    assert table_properties(by_name("events"))["delta.enableRowTracking"] == "true"
+
+
+def test_the_views_the_sql_reads_are_the_ones_the_python_definition_file_declares():
+    declared = set(re.findall(r"^def (\w+)\(\) -> DataFrame:", (OBSERVABILITY_DEFINITIONS / "sources.py").read_text(),
+                              re.MULTILINE))
+    read = {name for t in TABLES for name, _ in sqldefs.parse_file(
+        (OBSERVABILITY_DEFINITIONS / f"{t.name}.sql").read_text())[0].reads()}
+    datasets = {t.name for t in TABLES}
+    assert declared == set(SOURCE_VIEWS.values()) | {"clock"}
+    assert read - datasets == declared | {EVENT_LOG}

@@ -20,7 +20,7 @@ import yaml
 from pipelines.bundle import load_bundle
 from pipelines.config import Column, TableSpec
 from pipelines.local.job import run_job
-from pipelines.observability.tables import TABLE_GROWTH
+from pipelines.observability.catalog import by_name
 from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql, measure, snapshot
 from tests.eventlog_builders import TINY_DATA_CONF
 
@@ -93,7 +93,7 @@ def clock(*times: dt.datetime):
 
 
 def growth(session: Any, tables: list[TableSpec], sizes: str = TARGET) -> dict[str, dict[str, Any]]:
-    sql = TABLE_GROWTH.render({"table_sizes": sizes, "ingest_tables": ingest_tables_sql(tables)})
+    sql = by_name("table_growth").render({"table_sizes": sizes, "ingest_tables": ingest_tables_sql(tables)})
     rows = [r.asDict() for r in session.sql(sql).collect()]
     return {(r["table_name"], r["snapshot_time"]): r for r in rows}
 

@@ -9,15 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.pipelines.graph_element_registry import graph_element_registration_context
-from pyspark.pipelines.output import MaterializedView, StreamingTable
 
-from pipelines import adapter
+from pipelines import adapter, sqldefs
 from pipelines.eventlog.schema import EVENT_LOG_DDL
 from pipelines.eventlog.writer import EventLogWriter
-from pipelines.local.project import register_local_engine
-from pipelines.observability.pipeline import declare_observability
-from tests.builders import CapturingRegistry
+from pipelines.dataset_names import OBSERVABILITY_DEFINITIONS
+from pipelines.local.registry import engine_sql
 
 
 def checkpoints_after_commits(spark, path: Path, properties: dict[str, str], commits: int) -> list[str]:
@@ -40,31 +37,25 @@ def test_delta_checkpoints_a_databricks_view_at_its_tenth_commit_and_a_local_one
 
 
 @pytest.fixture
-def observability_outputs(spark, project_root: Path):
-    settings = {
-        adapter.ENGINE_KEY: "local",
-        adapter.CATALOG_KEY: "spark_catalog",
-        adapter.SCHEMA_KEY: "lakewatch_view_checkpoints",
-        adapter.EVENT_LOG_KEY: "spark_catalog.lakewatch_view_checkpoints.lakewatch_ingest_event_log",
-        adapter.TABLES_CONFIG_KEY: str(project_root / "conf" / "tables.yml"),
-    }
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    register_local_engine()
-    registry = CapturingRegistry()
-    with graph_element_registration_context(registry):
-        declare_observability(spark)
-    yield registry.outputs
-    for k in settings:
-        spark.conf.unset(k)
+def observability_outputs() -> list[sqldefs.Definition]:
+    """The observability datasets as the local engine registers their definition files (its table
+    properties in place of the declared ones)."""
+    return [d for path in sorted(OBSERVABILITY_DEFINITIONS.glob("*.sql"))
+            for d in sqldefs.parse_file(engine_sql(path.read_text(), adapter.LocalEngine()))]
 
 
 def test_the_local_observability_views_and_only_they_declare_the_longer_interval(observability_outputs):
-    views = [o for o in observability_outputs if isinstance(o, MaterializedView)]
-    tables = [o for o in observability_outputs if isinstance(o, StreamingTable)]
+    views = [o for o in observability_outputs if o.kind == sqldefs.MATERIALIZED_VIEW]
+    tables = [o for o in observability_outputs if o.kind == sqldefs.STREAMING_TABLE]
     assert views and tables
-    assert {o.table_properties.get(adapter.CHECKPOINT_INTERVAL) for o in views} == {"100"}
-    assert all(adapter.CHECKPOINT_INTERVAL not in o.table_properties for o in tables)
+    assert {o.properties.get(adapter.CHECKPOINT_INTERVAL) for o in views} == {"100"}
+    assert all(adapter.CHECKPOINT_INTERVAL not in o.properties for o in tables)
+    assert all("delta.enableRowTracking" not in o.properties for o in views + tables)
+
+
+def test_databricks_registers_the_definition_files_as_they_are():
+    for path in OBSERVABILITY_DEFINITIONS.glob("*.sql"):
+        assert engine_sql(path.read_text(), adapter.DatabricksEngine()) == path.read_text(), path.name
 
 
 def checkpoint_interval(spark, table: str) -> str | None:

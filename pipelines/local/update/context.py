@@ -140,7 +140,7 @@ class UpdateContext:
 
     def is_streaming_flow(self, flow_short: str) -> bool:
         """Whether a flow (by its last name part) may run as a streaming query: every flow but one
-        registered here without a streaming read (a flow defined in SQL is not recorded)."""
+        registered here without a streaming read."""
         flows = self.registry.flows.values() if self.registry is not None else ()
         flow = next((f for f in flows if short_name(f.name) == flow_short), None)
         return flow is None or flow.streaming_inputs

@@ -1,0 +1,5 @@
+"""`python -m pipelines.cli`: the `lakewatch` command."""
+
+from pipelines.cli import main
+
+raise SystemExit(main())
