@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # file name endings of each format (a compression suffix is taken off first)
 FORMAT_SUFFIXES = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".tsv": "csv",
-                   ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+                   ".parquet": "parquet", ".pq": "parquet"}
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")
 NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 KEY_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING")  # the types a key found by uniqueness has
