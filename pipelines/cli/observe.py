@@ -104,8 +104,9 @@ def cmd_check(args: argparse.Namespace, project: LocalProject) -> int:
     findings = [str(f) for f in check_bundle(project.root, targets)]
     inputs = {} if findings else {t: names for t, names in required_inputs(project.root).items()
                                   if targets is None or t in targets}
-    # conf/tables.yml validated as a run validates it (its errors exit 2), and the landing folders
-    landing = [] if findings else landing_lines(project)
+    # conf/tables.yml validated as a local run validates it (its errors exit 2), and the local landing
+    # folders; not with -t, whose target's variables need not resolve on this machine
+    landing = [] if findings or args.target else landing_lines(project)
     queries = check_queries(project) if args.queries and not findings else None
     failed = bool(queries) and not all(q["ok"] for q in queries or ())
     if args.output == "json":
