@@ -90,7 +90,7 @@ docs-tables: $(INSTALLED)
 	$(BIN)/python docs/tools/observability_tables.py
 
 clean-state:
-	rm -rf .lakewatch
+	rm -rf .lakewatch .lakewatch-demo
 
 clean: clean-state
 	rm -rf $(VENV) .cache build *.egg-info

@@ -1,5 +1,11 @@
 """`make demo`: the product's story on one machine, from a fresh local state.
 
+The demo runs in a state folder of its own (`.lakewatch-demo/` in the project, or the folder given with
+`--home` / LAKEWATCH_HOME), with its landing root inside it, so it never touches the state, tables or
+landing files `lakewatch run` uses. It starts over by removing what is in that folder, and only in a
+folder it made itself (one holding its marker file) or an empty one. It runs on whatever tables
+conf/tables.yml declares: the truncated upload is the first JSON table's (else the first table's).
+
 Files arrive in batches (with malformed lines, type mismatches, drift, case variants, empty files);
 an ingest update runs after each. One producer's upload is cut short, so one update fails the way
 users meet it (the bronze flow fails on an unreadable gzip, downstream flows are skipped, files
@@ -9,16 +15,21 @@ ends with a summary of the tables and of the failed update.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from pipelines.alerts import format_result, load_alerts, run_alert
-from pipelines.config import CORRUPT_RECORDS_SINK
+from pipelines.config import CORRUPT_RECORDS_SINK, TablesConfig
 from pipelines.console import failed_on_purpose, failure_paragraph, summarize
 from pipelines.dashboard.files import dashboard_files, write_dashboard_file
 from pipelines.generator import generate_batch, load_column_settings, redeliver
+from pipelines.errors import LakewatchError
+from pipelines.local.home import PROJECT_ROOT, LocalHome
 from pipelines.local.job import run_job
+from pipelines.local.project import LocalProject
 from pipelines.local.update.types import UpdateRequest, UpdateResult
 
 JOB = "lakewatch_job"
@@ -33,19 +44,50 @@ class Step:
     job: bool = False  # run the bundle's job (ingest, archive, observability) instead of an ingest update
 
 
-SCENARIO: tuple[Step, ...] = (
-    Step("batch 1: the first files land"),
-    Step("batch 2: more files, some with new fields (schema drift)"),
-    Step("batch 3: the orders producer's upload is cut short (a truncated gzip)",
-         incomplete_upload=("orders",), expect_failure=True),
-    Step("batch 4: the producer re-delivers the whole file, new files land, and the job runs "
-         "(ingest, archive of the event log, then observability)", redeliver_first=True, job=True),
-)
+DEMO_HOME = PROJECT_ROOT / ".lakewatch-demo"
+MARKER = ".lakewatch-demo"  # the file that marks a state folder as the demo's own
+
+
+def scenario(truncated: str) -> tuple[Step, ...]:
+    """The demo's steps; `truncated` is the table whose producer's upload is cut short."""
+    return (
+        Step("batch 1: the first files land"),
+        Step("batch 2: more files, some with new fields (schema drift)"),
+        Step(f"batch 3: the {truncated} producer's upload is cut short (a truncated gzip)",
+             incomplete_upload=(truncated,), expect_failure=True),
+        Step("batch 4: the producer re-delivers the whole file, new files land, and the job runs "
+             "(ingest, archive of the event log, then observability)", redeliver_first=True, job=True),
+    )
+
+
+def truncated_table(tables: TablesConfig) -> str:
+    """The table whose upload the demo cuts short: the first JSON table, else the first table."""
+    return next((t.name for t in tables.tables if t.format == "json"), tables.tables[0].name)
+
+
+def demo_home(given: Path | None) -> LocalHome:
+    """The demo's state folder: `given` (--home), else LAKEWATCH_HOME, else `.lakewatch-demo/`. Raises
+    DEMO_HOME_IN_USE for a folder that holds anything but a former demo's state (the demo empties it);
+    marks the folder as the demo's."""
+    configured = os.environ.get("LAKEWATCH_HOME")
+    root = (given or (Path(configured) if configured else DEMO_HOME)).resolve()
+    if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
+        raise LakewatchError("DEMO_HOME_IN_USE", {"home": root, "marker": MARKER, "default": DEMO_HOME})
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MARKER).write_text("lakewatch demo's state folder: `lakewatch demo` empties it when it starts\n")
+    return LocalHome(root)
+
+
+def open_project(given_home: Path | None, printer: Callable[[str], None], verbose: bool,
+                 remote: str | None) -> LocalProject:
+    """The project as the demo runs it: its own state folder, its landing root inside it."""
+    home = demo_home(given_home)
+    return LocalProject(home=home, printer=printer, verbose=verbose, remote=remote, landing_root=home.landing)
 
 
 def reset(project: Any) -> None:
-    """A fresh local state: the engine stopped, everything under the state folder removed but the
-    run lock this demo holds."""
+    """A fresh local state: the engine stopped, everything under the demo's state folder removed but
+    the run lock this demo holds and the folder's demo marker."""
     from pipelines.local import engine
 
     project.close_session()
@@ -56,6 +98,8 @@ def reset(project: Any) -> None:
         return
     project.print(f"resetting the local state in {root}")
     for entry in root.iterdir():
+        if entry.name == MARKER:
+            continue
         if entry.name == "state" and entry.is_dir():
             for item in entry.iterdir():
                 if item.name != "run.lock":
@@ -75,7 +119,8 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
     runner = project.runner()
     results: list[tuple[Step, UpdateResult]] = []
     failed_tasks: list[Any] = []  # job tasks other than updates that failed (the event log's archive)
-    for number, step in enumerate(SCENARIO, start=1):
+    say(f"demo state folder {project.home.root} (landing root {landing}); nothing outside it is changed")
+    for number, step in enumerate(scenario(truncated_table(tables)), start=1):
         say("")
         say(f"== {step.title}")
         if step.redeliver_first:

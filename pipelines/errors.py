@@ -117,6 +117,33 @@ ERROR_CLASSES: dict[str, str] = {
     ),
     "GENERATOR_INVALID_ARGUMENT": "Invalid generator setting: {reason}",
     "CLI_INVALID_ARGUMENT": "Invalid argument: {reason}",
+    # your own files: add-table, drift, the demo's own state folder
+    "TABLE_EXISTS": (
+        "Table '{name}' is declared already in {path}. Choose another name, or add --replace to "
+        "overwrite its entry."
+    ),
+    "TABLES_FILE_UNCHANGED": "{path} was not changed: {reason}.",
+    "SAMPLES_NOT_FOUND": "No sample files at {paths}: give files, or folders holding them.",
+    "SAMPLES_MIXED_FORMATS": (
+        "The sample files have different formats ({found}). A table reads one format: give files of one "
+        "format, or choose one with --format."
+    ),
+    "SAMPLES_UNKNOWN_FORMAT": (
+        "The format of {paths} is not known from the file names. Give it with --format json|csv|parquet."
+    ),
+    "SAMPLES_EMPTY": "The sample files {paths} hold no records to infer a schema from.",
+    "SAMPLES_UNREADABLE": "Spark's {format} reader cannot read the sample files {paths}: {reason}",
+    "SAMPLES_UNSUPPORTED_COLUMN": (
+        "The samples have a column '{column}', which conf/tables.yml cannot declare: {reason}."
+    ),
+    "DRIFT_NO_BRONZE": (
+        "Table '{table}' has no bronze table {bronze} yet: run `lakewatch run` (or `lakewatch job`) first."
+    ),
+    "DEMO_HOME_IN_USE": (
+        "The demo starts over in its own state folder and removes what is in it, but {home} holds a "
+        "state the demo did not make (no {marker} in it). Run the demo without --home and LAKEWATCH_HOME "
+        "(it uses {default}), or give it an empty or new folder."
+    ),
 }
 
 

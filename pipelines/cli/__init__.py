@@ -9,7 +9,7 @@ asked), 2 bad input or an error before anything ran. A verb's result goes to std
 The package: `parser` (build_parser and the verbs' registration), `flags` (shared flag types, global
 flags, `-o`), `output` (stdout and stderr, JSON values, error paragraphs), and one module per verb group:
 `updates` (run, job), `data` (generate, redeliver, query), `observe` (alerts, report, dashboard, check),
-`engine` (engine, demo).
+`engine` (engine, demo), `tables` (add-table, drift).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         home = LocalHome(args.home.resolve()) if args.home else LocalHome.default()
         project = LocalProject(home=home, printer=note, verbose=args.verbose, remote=args.remote,
-                               target=args.target, variables=dict(args.var))
+                               target=args.target, variables=dict(args.var), landing_root=args.landing_root)
         return int(args.handler(args, project))
     except KeyboardInterrupt as e:
         stopped = cancellation.canceled(e)

@@ -60,10 +60,11 @@ def cmd_engine(args: argparse.Namespace, project: LocalProject) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, project: LocalProject) -> int:
-    from pipelines.demo import run_demo
+    from pipelines.demo import open_project, run_demo
 
-    project.lock_runs("lakewatch demo")
-    return run_demo(project, rows=args.rows, seed=args.seed)
+    with open_project(args.home, project.print, args.verbose, project.remote) as demo:
+        demo.lock_runs("lakewatch demo")
+        return run_demo(demo, rows=args.rows, seed=args.seed)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     flags.add_output(eng)
     eng.set_defaults(handler=cmd_engine)
 
-    demo = flags.add_verb(sub, common, "demo", help="the whole scenario on a fresh local state: data, updates, observability",
+    demo = flags.add_verb(sub, common, "demo", help="the whole scenario on a fresh state folder of its own (.lakewatch-demo/): data, updates, observability",
                           examples=["LAKEWATCH_HOME=/tmp/lakewatch-demo lakewatch demo --rows 150"],
                           exits="exit codes:\n  0    everything went as intended\n  1    something did not\n"
                                 "  2    bad input or an error before anything ran")

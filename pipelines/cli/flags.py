@@ -80,6 +80,8 @@ def global_flags(parser: argparse.ArgumentParser, after_verb: bool) -> None:
                         help="local state folder (default: .lakewatch in the project, or $LAKEWATCH_HOME)")
     parser.add_argument("--remote", metavar="sc://HOST:PORT", default=default(None),
                         help="run on this Spark Connect endpoint instead of the local engine (or $LAKEWATCH_REMOTE)")
+    parser.add_argument("--landing-root", type=Path, default=default(None), metavar="FOLDER",
+                        help="the local landing root, any folder (default: variables.landing_root of lakewatch.local.yml)")
     parser.add_argument("-t", "--target", metavar="TARGET", default=default(None),
                         help="bundle target whose variables the local run resolves "
                              "(default: base_target of lakewatch.local.yml)")

@@ -98,11 +98,15 @@ class DashboardOutput(argparse.Action):
 
 def cmd_check(args: argparse.Namespace, project: LocalProject) -> int:
     from pipelines.bundle_check import check_bundle, required_inputs
+    from pipelines.own_data import landing_lines
 
     targets = [args.target] if args.target else None
     findings = [str(f) for f in check_bundle(project.root, targets)]
     inputs = {} if findings else {t: names for t, names in required_inputs(project.root).items()
                                   if targets is None or t in targets}
+    # conf/tables.yml validated as a local run validates it (its errors exit 2), and the local landing
+    # folders; not with -t, whose target's variables need not resolve on this machine
+    landing = [] if findings or args.target else landing_lines(project)
     queries = check_queries(project) if args.queries and not findings else None
     failed = bool(queries) and not all(q["ok"] for q in queries or ())
     if args.output == "json":
@@ -119,6 +123,8 @@ def cmd_check(args: argparse.Namespace, project: LocalProject) -> int:
             for target, names in inputs.items():
                 if names:
                     result(f"  deploying -t {target} needs: {', '.join(names)} (--var=\"name=value\" or BUNDLE_VAR_<name>)")
+            for line in landing:
+                result(line)
         for q in queries or ():
             result(f"{'ok   ' if q['ok'] else 'ERROR'} {q['kind']} {q['name']}{'' if q['ok'] else ': ' + str(q['error'])}")
     return EXIT_ERROR if findings else EXIT_FAILED if failed else EXIT_OK

@@ -11,14 +11,14 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from pipelines.cli import data, engine, observe, updates
+from pipelines.cli import data, engine, observe, tables, updates
 from pipelines.cli.flags import AFTER_VERB, EXIT_CODES, global_flags
 
 DESCRIPTION = """Run the bundle's pipelines and job on the local engine, generate landing data, query the
 local tables, evaluate the alerts, render the dashboard and check the bundle. Global flags go before or
 after the verb; `lakewatch VERB --help` shows a verb's flags, examples and exit codes."""
 
-VERB_MODULES = (updates, data, observe, engine)
+VERB_MODULES = (updates, data, observe, engine, tables)
 
 
 class LakewatchParser(argparse.ArgumentParser):

@@ -90,6 +90,7 @@ def cmd_run(args: argparse.Namespace, project: LocalProject) -> int:
     # here, before the engine starts; then the run lock, before anything is read or written.
     check_update(project, request.pipeline, request.configuration)
     project.lock_runs(f"lakewatch run {request.pipeline}")
+    note(f"landing root: {project.landing_root()}")
     with Counter("flows finished") as counter:
         project.print = UpdatePrinter(counter)
         update = project.runner().run_update(request)
@@ -111,6 +112,7 @@ def cmd_job(args: argparse.Namespace, project: LocalProject) -> int:
 
     check_job(project, args.job)  # every pipeline task's input, before the engine starts
     project.lock_runs(f"lakewatch job {args.job}")
+    note(f"landing root: {project.landing_root()}")
     with Counter("flows finished") as counter:
         printer = UpdatePrinter(counter)
         project.print = printer

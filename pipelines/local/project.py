@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 INGEST_PIPELINE = "lakewatch_ingest"
 REMOTE_ENV = "LAKEWATCH_REMOTE"
+LANDING_ROOT_VARIABLE = "landing_root"  # the bundle variable of the pipelines' landing root
 
 
 def register_local_engine() -> None:
@@ -39,9 +40,12 @@ def _notice(text: str) -> None:
 class LocalProject:
     def __init__(self, root: Path = PROJECT_ROOT, home: LocalHome | None = None,
                  printer: Callable[[str], None] = print, verbose: bool = False, remote: str | None = None,
-                 target: str | None = None, variables: Mapping[str, str] | None = None) -> None:
+                 target: str | None = None, variables: Mapping[str, str] | None = None,
+                 landing_root: Path | None = None) -> None:
         """`target` and `variables` are `-t` and `--var` of the bundle commands: the target whose
-        variables resolve (default: base_target of lakewatch.local.yml) and variable values over all others."""
+        variables resolve (default: base_target of lakewatch.local.yml) and variable values over all others.
+        `landing_root` (`--landing-root`) is the local landing root, any folder, where the files are read
+        as they lie: the `landing_root` variable's value, over lakewatch.local.yml's and `--var`'s."""
         self.root = root
         self.remote = remote or os.environ.get(REMOTE_ENV) or None
         self.home = home or LocalHome.default()
@@ -49,6 +53,8 @@ class LocalProject:
         self.verbose = verbose
         self.bundle: Bundle
         self.settings: LocalSettings
+        if landing_root is not None:
+            variables = {**(variables or {}), LANDING_ROOT_VARIABLE: str(landing_root.expanduser().resolve())}
         self.bundle, self.settings = load_local_bundle(root, self.home.root, target=target, variables=variables)
         self._local: LocalSpark | None = None
         self._lock: RunLock | None = None

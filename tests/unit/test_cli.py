@@ -258,7 +258,7 @@ def test_only_local_landing_folders_are_checked():
 
 # -- the parser: global flags, --version, refresh selection, numbers (no engine) ---------------------
 GLOBAL_FLAGS = [["--verbose"], ["--home", "/tmp/h"], ["--remote", "sc://h:1"], ["-t", "dev"], ["--target", "prod"],
-                ["--var", "landing_root=/x"]]
+                ["--var", "landing_root=/x"], ["--landing-root", "/x"]]
 
 
 @pytest.mark.parametrize("verb", [["run"], ["run", "lakewatch_observability", "--refresh", "a"], ["generate"],

@@ -172,7 +172,7 @@ def inline_verb(words: list[str]) -> str | None:
     """The verb of an inline `lakewatch ...`: the first word after the global flags (and their values)."""
     rest = iter(words)
     for word in rest:
-        if word in ("--home", "--remote", "-t", "--target", "--var"):
+        if word in ("--home", "--remote", "-t", "--target", "--var", "--landing-root"):
             next(rest, None)
         elif word == "--verbose":
             continue
@@ -223,16 +223,16 @@ def test_every_health_metric_is_documented_and_counted():
 def test_every_verb_is_documented_and_counted():
     names = list(verbs())
     readme = text_of("README.md")
-    assert set(re.findall(r"^\| `lakewatch (\w+)", readme, re.M)) == set(names)
+    assert set(re.findall(r"^\| `lakewatch ([\w-]+)", readme, re.M)) == set(names)
     cli = text_of("docs/cli.md")
-    assert set(re.findall(r"^### `lakewatch (\w+)", cli, re.M)) == set(names)
+    assert set(re.findall(r"^### `lakewatch ([\w-]+)", cli, re.M)) == set(names)
     counts = stated_counts(r"verbs")
     assert counts and all(n == len(names) for _, n in counts), (len(names), counts)
 
 
 def test_every_flag_of_every_verb_is_in_the_cli_page():
     cli = text_of("docs/cli.md")
-    sections = dict(re.findall(r"^### `lakewatch (\w+)[^\n]*\n(.*?)(?=^##|\Z)", cli, re.M | re.S))
+    sections = dict(re.findall(r"^### `lakewatch ([\w-]+)[^\n]*\n(.*?)(?=^##|\Z)", cli, re.M | re.S))
     global_flags = {flag for action in build_parser()._actions for flag in action.option_strings}  # noqa: SLF001
     for name, parser in verbs().items():
         for action in parser._actions:  # noqa: SLF001
