@@ -49,7 +49,7 @@ FILE_STATE_TABLE = "lakewatch_file_state"  # local engine: written by the runner
 ROW_TRACKING = "delta.enableRowTracking"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 # Local tables rewritten or appended to many times per update (materialized views, the event log): a
-# Delta checkpoint every 100 commits instead of Delta's 10 (bench/RESULTS.md, stop 31).
+# Delta checkpoint every 100 commits instead of Delta's 10 (see `LocalEngine.materialized_view_properties`).
 LOCAL_CHECKPOINT_INTERVAL = "100"
 
 QueryFunction = Callable[[], DataFrame]
@@ -151,7 +151,7 @@ def local_file_options(table: TableSpec, landing_root: str) -> tuple[dict[str, s
     # state's `checkpoints.list_landing` counts them), with no partition columns from `key=value` folder
     # names. Without it Spark's file source reads a micro-batch whose files include a name with a glob
     # character (`?`, `[`, `{`) once more per such file: each other file of the batch landed in bronze
-    # two or three times (bench/RESULTS.md, stop 41); it skips files in plain subfolders for good, and
+    # two or three times; it skips files in plain subfolders for good, and
     # fails every update once two subfolder depths are mixed (CONFLICTING_DIRECTORY_STRUCTURES).
     options: dict[str, str] = {"recursiveFileLookup": "true"}
     notes: list[str] = []
@@ -439,8 +439,8 @@ class LocalEngine:
         Row tracking is there for Databricks' incremental refresh of materialized views; open-source
         SDP recomputes them in full, so locally it buys nothing and costs much: each commit to a
         row-tracking table reads the table's state for row IDs, and SDP's ALTER at every update with
-        the property set runs a backfill scan (about 1 s per commit and per table on tiny tables,
-        bench/RESULTS.md)."""
+        the property set runs a backfill scan, costly per commit and per table even on tiny tables
+        (see bench/RESULTS.md)."""
         return {k: v for k, v in properties.items() if k != ROW_TRACKING}
 
     def materialized_view_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
@@ -448,10 +448,10 @@ class LocalEngine:
 
         Open-source SDP rewrites a materialized view at every refresh (as shipped, a TRUNCATE and a
         write: two commits; with lakewatch's rewrite of it, pipelines/local/sdp_classes.py, one
-        overwrite), so with Delta's default every fifth refresh wrote a checkpoint of every view (that
-        refresh took 69.5 s instead of 43.2 s on the 2-core machine). The table is rewritten
-        whole each time, so its log holds one live file set; loading 90 commits of it cold took as long
-        as loading a checkpoint and one commit (bench/RESULTS.md, stop 31)."""
+        overwrite), so with Delta's default every fifth refresh would write a checkpoint of every view,
+        which makes that refresh markedly slower. The table is rewritten whole each time, so its log
+        holds one live file set; loading 90 commits of it cold costs about as much as loading a
+        checkpoint and one commit (see bench/RESULTS.md)."""
         return {**self.table_properties(properties), CHECKPOINT_INTERVAL: LOCAL_CHECKPOINT_INTERVAL}
 
     def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:

@@ -33,8 +33,7 @@ class EventLogWriter:
     def ensure_table(self) -> None:
         """Creates the table with a Delta checkpoint every `LOCAL_CHECKPOINT_INTERVAL` commits instead of
         Delta's 10: the log takes a commit every few seconds of an update (`EventLogStream`), so with
-        the default most refreshes wrote a checkpoint of every file the log ever had (bench/RESULTS.md,
-        stop 31). A table created before gets the property once; a value its owner set is kept."""
+        the default most refreshes would write a checkpoint of every file the log ever had. A table created before gets the property once; a value its owner set is kept."""
         setting = f"'{CHECKPOINT_INTERVAL}' = '{LOCAL_CHECKPOINT_INTERVAL}'"
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self.table} ({EVENT_LOG_DDL}) USING DELTA "

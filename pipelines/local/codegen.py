@@ -3,15 +3,15 @@
 Spark generates and compiles Java code for every projection it evaluates outside whole-stage code
 (Delta's log replay, its per-file statistics, each micro-batch's projections): code text for wide
 schemas, formatted and hashed at every query, even when the compiled class is cached. On the small
-batches of a local update that costs more than it saves: about a third of an ingest update's engine
-CPU for 150 rows per table. On large ones the compiled code wins (interpreted statistics and
+batches of a local update that costs more than it saves: a large share of an ingest update's engine
+CPU on small tables. On large ones the compiled code wins (interpreted statistics and
 projections over every row). So an update whose landing backlog is small interprets those
 expressions (`spark.sql.codegen.factoryMode` NO_CODEGEN); whole-stage code generation, which
 does the per-row work of a large read, is left as configured. Measured in bench/RESULTS.md.
 
 The choice goes into the update's pipeline configuration, which open-source SDP applies to every
-flow it runs: set on the session alone, it did not reach all of them (measured: the streaming
-flows' file reads and Delta writes still generated code). So it is chosen before the definitions
+flow it runs: set on the session alone, it does not reach all of them (the streaming
+flows' file reads and Delta writes still generate code). So it is chosen before the definitions
 are registered, from each table's landing folder and its bronze flow's checkpoint. Spark's own
 default is set explicitly for a large update, so an interpreted choice of an earlier update on the
 same session (a job's) does not carry over.
