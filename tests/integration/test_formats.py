@@ -8,7 +8,6 @@ malformed records), and the file state the runner writes (records counted withou
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from pipelines import adapter
 from pipelines.config import parse_tables
