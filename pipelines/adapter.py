@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Mapping, Protocol, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import expectations as X
+from pipelines import expectations as expectation_rules
 from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TablesConfig, TableSpec, load_tables
 from pipelines.formats import file_format
 from pipelines.sqltypes import quote_string
@@ -101,7 +101,7 @@ class Engine(Protocol):
         self,
         dataset: str | None,
         flow: str,
-        expectations: Sequence[X.Expectation] = (),
+        expectations: Sequence[expectation_rules.Expectation] = (),
         streaming: bool = True,
     ) -> Decorator:
         """Decorator for a dataset's (or append flow's) query function, placed under the `dp`
@@ -314,19 +314,19 @@ class DatabricksEngine:
         self,
         dataset: str | None,
         flow: str,
-        expectations: Sequence[X.Expectation] = (),
+        expectations: Sequence[expectation_rules.Expectation] = (),
         streaming: bool = True,
     ) -> Decorator:
         def decorate(function: QueryFunction) -> QueryFunction:
             from pyspark import pipelines as dp  # Databricks' dp carries the expect_all family
 
             appliers = (
-                (X.Action.WARN, getattr(dp, "expect_all", None)),
-                (X.Action.DROP, getattr(dp, "expect_all_or_drop", None)),
-                (X.Action.FAIL, getattr(dp, "expect_all_or_fail", None)),
+                (expectation_rules.Action.WARN, getattr(dp, "expect_all", None)),
+                (expectation_rules.Action.DROP, getattr(dp, "expect_all_or_drop", None)),
+                (expectation_rules.Action.FAIL, getattr(dp, "expect_all_or_fail", None)),
             )
             for action, apply in appliers:
-                rules = X.by_action(expectations, action)
+                rules = expectation_rules.by_action(expectations, action)
                 if rules:
                     if apply is None:
                         raise RuntimeError(
@@ -342,7 +342,7 @@ class DatabricksEngine:
 @dataclass
 class DatasetExpectations:
     dataset: str
-    expectations: tuple[X.Expectation, ...]
+    expectations: tuple[expectation_rules.Expectation, ...]
     streaming: bool
     query: QueryFunction  # the dataset's query before expectations are applied
 
@@ -390,22 +390,24 @@ def recorded_graph() -> LocalGraph:
     return graph if graph is not None else LocalGraph()
 
 
-def enforce(df: DataFrame, dataset: str, expectations: Sequence[X.Expectation], streaming: bool) -> DataFrame:
+def enforce(df: DataFrame, dataset: str, expectations: Sequence[expectation_rules.Expectation],
+            streaming: bool) -> DataFrame:
     """Applies expectation actions as Databricks does; on streams also counts passed/failed rows."""
     if expectations and streaming:
         df = df.observe(
             dq_metric_name(dataset),
-            *X.count_columns(expectations),
-            F.count_if(~X.all_pass(expectations, X.Action.DROP)).alias(X.DROPPED_METRIC),
+            *expectation_rules.count_columns(expectations),
+            F.count_if(~expectation_rules.all_pass(expectations, expectation_rules.Action.DROP))
+            .alias(expectation_rules.DROPPED_METRIC),
         )
-    if any(e.action == X.Action.FAIL for e in expectations):
+    if any(e.action == expectation_rules.Action.FAIL for e in expectations):
         df = df.where(
-            F.when(X.all_pass(expectations, X.Action.FAIL), F.lit(True)).otherwise(
-                F.raise_error(X.fail_message(dataset, expectations))
+            F.when(expectation_rules.all_pass(expectations, expectation_rules.Action.FAIL), F.lit(True)).otherwise(
+                F.raise_error(expectation_rules.fail_message(dataset, expectations))
             )
         )
-    if any(e.action == X.Action.DROP for e in expectations):
-        df = df.where(X.all_pass(expectations, X.Action.DROP))
+    if any(e.action == expectation_rules.Action.DROP for e in expectations):
+        df = df.where(expectation_rules.all_pass(expectations, expectation_rules.Action.DROP))
     return df
 
 
@@ -462,7 +464,7 @@ class LocalEngine:
         self,
         dataset: str | None,
         flow: str,
-        expectations: Sequence[X.Expectation] = (),
+        expectations: Sequence[expectation_rules.Expectation] = (),
         streaming: bool = True,
     ) -> Decorator:
         rules = tuple(expectations)

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pipelines.adapter import CHECKPOINT_INTERVAL, LOCAL_CHECKPOINT_INTERVAL
-from pipelines.eventlog import schema as S
+from pipelines.eventlog import schema
 from pipelines.eventlog.events import to_row
 from pipelines.eventlog.schema import EVENT_LOG_DDL, EVENT_LOG_SCHEMA
 
-CONTROL_PLANE_EVENTS = (S.CREATE_UPDATE, S.USER_ACTION, S.UPDATE_PROGRESS)
+CONTROL_PLANE_EVENTS = (schema.CREATE_UPDATE, schema.USER_ACTION, schema.UPDATE_PROGRESS)
 # Key of a FAILED flow event whose exception chain is filled in (from the engine log) before it is written.
 PENDING_ERROR = "_lakewatch_pending_error"
 

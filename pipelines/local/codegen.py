@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pipelines.adapter import LANDING_ROOT_KEY, TABLES_CONFIG_KEY
 from pipelines.config import load_tables
-from pipelines.local import checkpoints as C
+from pipelines.local import checkpoints
 
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
 INTERPRETED = "NO_CODEGEN"
@@ -72,9 +72,10 @@ def landing_backlogs(configuration: Mapping[str, str], storage: Path, catalog: s
     backlogs: list[int | None] = []
     for table in tables:
         flow = table.bronze_name  # the file source's flow, named after the bronze table it writes
-        checkpoint_root = C.flow_checkpoint_root(storage, flow, flow, catalog, schema, False)
+        checkpoint_root = checkpoints.flow_checkpoint_root(storage, flow, flow, catalog, schema, False)
         try:
-            backlogs.append(C.backlog(table.landing_path(root), C.latest_checkpoint(checkpoint_root)).bytes)
+            latest = checkpoints.latest_checkpoint(checkpoint_root)
+            backlogs.append(checkpoints.backlog(table.landing_path(root), latest).bytes)
         except FileNotFoundError:
             backlogs.append(0)
         except Exception:  # noqa: BLE001 (an unreadable checkpoint or landing path: unknown)
