@@ -58,8 +58,8 @@ demo: setup
 # and fixtures are set up once (tests/conftest.py). (pytest-xdist's loadgroup does not keep groups
 # together with pytest 9, so whole files it is.) pytest-xdist 3.8 hands out the files with the most
 # tests first. Longest first (--no-loadscope-reorder, with the two longest scenario modules first) is
-# not measurably faster and starts those two modules' engines together on both cores, which CI does
-# not always survive (see bench/RESULTS.md).
+# not measurably faster and starts those two modules' engines together on both cores, which can make
+# CI fail (see bench/RESULTS.md).
 PYTEST_WORKERS ?= 2
 
 test: setup browser
