@@ -56,10 +56,10 @@ demo: setup
 
 # Two pytest workers (one per core); a module's tests stay on one worker, so its state folder, engine
 # and fixtures are set up once (tests/conftest.py). (pytest-xdist's loadgroup does not keep groups
-# together with pytest 9 here: measured, so whole files it is.) pytest-xdist 3.8 hands out the files
-# with the most tests first. Longest first (--no-loadscope-reorder, with the two longest scenario
-# modules first) was not measurably faster (18 m 40 s against 20 m 00 s, one run each) and starts
-# those two modules' engines together on both cores; CI failed on it once (bench/RESULTS.md, stop 26).
+# together with pytest 9, so whole files it is.) pytest-xdist 3.8 hands out the files with the most
+# tests first. Longest first (--no-loadscope-reorder, with the two longest scenario modules first) is
+# not measurably faster and starts those two modules' engines together on both cores, which can make
+# CI fail (see bench/RESULTS.md).
 PYTEST_WORKERS ?= 2
 
 test: setup browser

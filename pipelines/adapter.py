@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Mapping, Protocol, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import expectations as X
+from pipelines import expectations as expectation_rules
 from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TablesConfig, TableSpec, load_tables
 from pipelines.formats import file_format
 from pipelines.sqltypes import quote_string
@@ -49,7 +49,7 @@ FILE_STATE_TABLE = "lakewatch_file_state"  # local engine: written by the runner
 ROW_TRACKING = "delta.enableRowTracking"
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 # Local tables rewritten or appended to many times per update (materialized views, the event log): a
-# Delta checkpoint every 100 commits instead of Delta's 10 (bench/RESULTS.md, stop 31).
+# Delta checkpoint every 100 commits instead of Delta's 10 (see `LocalEngine.materialized_view_properties`).
 LOCAL_CHECKPOINT_INTERVAL = "100"
 
 QueryFunction = Callable[[], DataFrame]
@@ -101,7 +101,7 @@ class Engine(Protocol):
         self,
         dataset: str | None,
         flow: str,
-        expectations: Sequence[X.Expectation] = (),
+        expectations: Sequence[expectation_rules.Expectation] = (),
         streaming: bool = True,
     ) -> Decorator:
         """Decorator for a dataset's (or append flow's) query function, placed under the `dp`
@@ -151,7 +151,7 @@ def local_file_options(table: TableSpec, landing_root: str) -> tuple[dict[str, s
     # state's `checkpoints.list_landing` counts them), with no partition columns from `key=value` folder
     # names. Without it Spark's file source reads a micro-batch whose files include a name with a glob
     # character (`?`, `[`, `{`) once more per such file: each other file of the batch landed in bronze
-    # two or three times (bench/RESULTS.md, stop 41); it skips files in plain subfolders for good, and
+    # two or three times; it skips files in plain subfolders for good, and
     # fails every update once two subfolder depths are mixed (CONFLICTING_DIRECTORY_STRUCTURES).
     options: dict[str, str] = {"recursiveFileLookup": "true"}
     notes: list[str] = []
@@ -314,19 +314,19 @@ class DatabricksEngine:
         self,
         dataset: str | None,
         flow: str,
-        expectations: Sequence[X.Expectation] = (),
+        expectations: Sequence[expectation_rules.Expectation] = (),
         streaming: bool = True,
     ) -> Decorator:
         def decorate(function: QueryFunction) -> QueryFunction:
             from pyspark import pipelines as dp  # Databricks' dp carries the expect_all family
 
             appliers = (
-                (X.Action.WARN, getattr(dp, "expect_all", None)),
-                (X.Action.DROP, getattr(dp, "expect_all_or_drop", None)),
-                (X.Action.FAIL, getattr(dp, "expect_all_or_fail", None)),
+                (expectation_rules.Action.WARN, getattr(dp, "expect_all", None)),
+                (expectation_rules.Action.DROP, getattr(dp, "expect_all_or_drop", None)),
+                (expectation_rules.Action.FAIL, getattr(dp, "expect_all_or_fail", None)),
             )
             for action, apply in appliers:
-                rules = X.by_action(expectations, action)
+                rules = expectation_rules.by_action(expectations, action)
                 if rules:
                     if apply is None:
                         raise RuntimeError(
@@ -342,7 +342,7 @@ class DatabricksEngine:
 @dataclass
 class DatasetExpectations:
     dataset: str
-    expectations: tuple[X.Expectation, ...]
+    expectations: tuple[expectation_rules.Expectation, ...]
     streaming: bool
     query: QueryFunction  # the dataset's query before expectations are applied
 
@@ -390,22 +390,24 @@ def recorded_graph() -> LocalGraph:
     return graph if graph is not None else LocalGraph()
 
 
-def enforce(df: DataFrame, dataset: str, expectations: Sequence[X.Expectation], streaming: bool) -> DataFrame:
+def enforce(df: DataFrame, dataset: str, expectations: Sequence[expectation_rules.Expectation],
+            streaming: bool) -> DataFrame:
     """Applies expectation actions as Databricks does; on streams also counts passed/failed rows."""
     if expectations and streaming:
         df = df.observe(
             dq_metric_name(dataset),
-            *X.count_columns(expectations),
-            F.count_if(~X.all_pass(expectations, X.Action.DROP)).alias(X.DROPPED_METRIC),
+            *expectation_rules.count_columns(expectations),
+            F.count_if(~expectation_rules.all_pass(expectations, expectation_rules.Action.DROP))
+            .alias(expectation_rules.DROPPED_METRIC),
         )
-    if any(e.action == X.Action.FAIL for e in expectations):
+    if any(e.action == expectation_rules.Action.FAIL for e in expectations):
         df = df.where(
-            F.when(X.all_pass(expectations, X.Action.FAIL), F.lit(True)).otherwise(
-                F.raise_error(X.fail_message(dataset, expectations))
+            F.when(expectation_rules.all_pass(expectations, expectation_rules.Action.FAIL), F.lit(True)).otherwise(
+                F.raise_error(expectation_rules.fail_message(dataset, expectations))
             )
         )
-    if any(e.action == X.Action.DROP for e in expectations):
-        df = df.where(X.all_pass(expectations, X.Action.DROP))
+    if any(e.action == expectation_rules.Action.DROP for e in expectations):
+        df = df.where(expectation_rules.all_pass(expectations, expectation_rules.Action.DROP))
     return df
 
 
@@ -439,8 +441,8 @@ class LocalEngine:
         Row tracking is there for Databricks' incremental refresh of materialized views; open-source
         SDP recomputes them in full, so locally it buys nothing and costs much: each commit to a
         row-tracking table reads the table's state for row IDs, and SDP's ALTER at every update with
-        the property set runs a backfill scan (about 1 s per commit and per table on tiny tables,
-        bench/RESULTS.md)."""
+        the property set runs a backfill scan, costly per commit and per table even on tiny tables
+        (see bench/RESULTS.md)."""
         return {k: v for k, v in properties.items() if k != ROW_TRACKING}
 
     def materialized_view_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
@@ -448,10 +450,10 @@ class LocalEngine:
 
         Open-source SDP rewrites a materialized view at every refresh (as shipped, a TRUNCATE and a
         write: two commits; with lakewatch's rewrite of it, pipelines/local/sdp_classes.py, one
-        overwrite), so with Delta's default every fifth refresh wrote a checkpoint of every view (that
-        refresh took 69.5 s instead of 43.2 s on the 2-core machine). The table is rewritten
-        whole each time, so its log holds one live file set; loading 90 commits of it cold took as long
-        as loading a checkpoint and one commit (bench/RESULTS.md, stop 31)."""
+        overwrite), so with Delta's default every fifth refresh would write a checkpoint of every view,
+        which makes that refresh markedly slower. The table is rewritten whole each time, so its log
+        holds one live file set; loading 90 commits of it cold costs about as much as loading a
+        checkpoint and one commit (see bench/RESULTS.md)."""
         return {**self.table_properties(properties), CHECKPOINT_INTERVAL: LOCAL_CHECKPOINT_INTERVAL}
 
     def file_state_sql(self, spark: SparkSession, bronze_tables: Sequence[str]) -> str:
@@ -462,7 +464,7 @@ class LocalEngine:
         self,
         dataset: str | None,
         flow: str,
-        expectations: Sequence[X.Expectation] = (),
+        expectations: Sequence[expectation_rules.Expectation] = (),
         streaming: bool = True,
     ) -> Decorator:
         rules = tuple(expectations)

@@ -277,8 +277,8 @@ def rescue_json_lines(
     )
     keys, typed = F.col(f"{_P}keys"), F.col(f"{_P}typed")
     # Each flag below is a column of its own, computed once per line: written inline, Spark's
-    # optimizer would copy it into every expression that reads it (measured: the key checks of
-    # `plain` ran once per typed column and were a quarter of a large ingest's CPU).
+    # optimizer would copy it into every expression that reads it (the key checks of `plain` would run
+    # once per typed column, a large share of a large ingest's CPU).
     # `json_object_keys` parses with other options than Spark's reader (it refuses NaN, accepts raw
     # control characters in strings), so a line it refuses or that does not fit is parsed once more
     # the reader's way (a MAP of every value as text) to tell whether it is a corrupt record.

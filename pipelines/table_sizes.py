@@ -1,4 +1,4 @@
-"""Table size and file count of every ingest table, over time (issue 11.5): the job's
+"""Table size and file count of every ingest table, over time: the job's
 `snapshot_table_sizes` task appends one row per table to `lakewatch_table_sizes` after each ingest
 update, and the observability view `table_growth` turns the snapshots into growth.
 

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
 from pipelines import insights
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events as event_builders
 from pipelines.eventlog.schema import EVENT_LOG_SCHEMA
 from pipelines.observability.catalog import CLOCK, TABLES
 from pipelines.config import TableSpec
@@ -71,15 +71,16 @@ class Update:
 
     def __post_init__(self) -> None:
         o = self.origin()
-        created = E.create_update(o, self.start, cause=self.cause, full_refresh=self.full_refresh,
-                                  full_refresh_selection=self.full_refresh_selection, control_plane_seq_no=next(_seq))
+        created = event_builders.create_update(o, self.start, cause=self.cause, full_refresh=self.full_refresh,
+                                               full_refresh_selection=self.full_refresh_selection,
+                                               control_plane_seq_no=next(_seq))
         details = json.loads(created["details"])
         details["create_update"].update(validate_only=self.validate_only, explore_only=self.explore_only)
         if self.documented_create_update:
             details["create_update"] = {k: details["create_update"][k] for k in ("run_as", "cause")}
         created["details"] = json.dumps(details, separators=(",", ":"))
         self.add(created)
-        self.add(E.user_action(o, self.start, user_name="ana@example.com", control_plane_seq_no=next(_seq)))
+        self.add(event_builders.user_action(o, self.start, user_name="ana@example.com", control_plane_seq_no=next(_seq)))
         self.state("INITIALIZING", 0.5)
         if self.full_refresh or self.full_refresh_selection:
             self.state("RESETTING", 0.7)
@@ -90,8 +91,8 @@ class Update:
         self.events.append(event)
         return self
 
-    def origin(self, flow: str | None = None, batch_id: int | None = None) -> E.Origin:
-        o = E.Origin(pipeline_id="p-1", pipeline_name=PIPELINE, update_id=self.update_id)
+    def origin(self, flow: str | None = None, batch_id: int | None = None) -> event_builders.Origin:
+        o = event_builders.Origin(pipeline_id="p-1", pipeline_name=PIPELINE, update_id=self.update_id)
         if flow is None:
             return o
         sink = flow.endswith("_to_corrupt_records_sink")
@@ -107,19 +108,19 @@ class Update:
         """The update's state event; `error` puts one exception on it, `chain` a whole exception chain
         (outermost first), as the local runner writes a failed update's error (the first failed flow's
         chain)."""
-        err = E.error([E.ExceptionInfo(*error)], fatal=True) if error else None
+        err = event_builders.error([event_builders.ExceptionInfo(*error)], fatal=True) if error else None
         if chain:
-            err = E.error([E.ExceptionInfo(c, m) for c, m in chain], fatal=True)
-        return self.add(E.update_progress(self.origin(), self.at(at), state, error_struct=err,
-                                          control_plane_seq_no=next(_seq)))
+            err = event_builders.error([event_builders.ExceptionInfo(c, m) for c, m in chain], fatal=True)
+        return self.add(event_builders.update_progress(self.origin(), self.at(at), state, error_struct=err,
+                                                       control_plane_seq_no=next(_seq)))
 
     def flow(self, name: str, status: str, at: float, error: Sequence[tuple[str, str]] = (),
              rows: int | None = None, fatal: bool = True) -> "Update":
         """A flow's status event; `rows` puts `num_output_rows` on it, as a materialized view's terminal
         event may on Databricks. `fatal` False: an error the flow is retried after (`error.fatal`)."""
-        err = E.error([E.ExceptionInfo(c, m) for c, m in error], fatal=fatal) if error else None
-        event = E.flow_progress(self.origin(name), self.at(at), status, error_struct=err,
-                                data_plane_seq_no=next(_seq), data_plane_instance="test")
+        err = event_builders.error([event_builders.ExceptionInfo(c, m) for c, m in error], fatal=fatal) if error else None
+        event = event_builders.flow_progress(self.origin(name), self.at(at), status, error_struct=err,
+                                             data_plane_seq_no=next(_seq), data_plane_instance="test")
         if rows is not None:
             details = json.loads(event["details"])
             details["flow_progress"]["metrics"] = {"num_output_rows": rows}
@@ -132,8 +133,8 @@ class Update:
                 status: str = "RUNNING", streaming: bool = True, output_bytes: int | None = None) -> "Update":
         results = None
         if expectations is not None:
-            results = [E.expectation_result(n, qualified(name), p, f) for n, p, f in expectations]
-        return self.add(E.flow_metrics(
+            results = [event_builders.expectation_result(n, qualified(name), p, f) for n, p, f in expectations]
+        return self.add(event_builders.flow_metrics(
             self.origin(name, batch_id), self.at(at), num_output_rows=rows, backlog_bytes=backlog_bytes,
             backlog_files=backlog_files, dropped_records=dropped, expectations=results, status=status,
             streaming=streaming, num_output_bytes=output_bytes, data_plane_seq_no=next(_seq), data_plane_instance="test",
@@ -141,8 +142,8 @@ class Update:
 
     def warn(self, measurement: str, reason: str, at: float, flow: str | None = None) -> "Update":
         """lakewatch's WARN event for a figure that could not be measured."""
-        return self.add(E.measurement_warning(self.origin(flow), self.at(at), measurement, reason,
-                                              data_plane_seq_no=next(_seq), data_plane_instance="test"))
+        return self.add(event_builders.measurement_warning(self.origin(flow), self.at(at), measurement, reason,
+                                                           data_plane_seq_no=next(_seq), data_plane_instance="test"))
 
     def ran(self, name: str, start: float, end: float, rows: int | None, status: str = "COMPLETED",
             **metrics: Any) -> "Update":
@@ -181,7 +182,7 @@ def completed_update(update_id: str, start: datetime, duration: float = 60.0, ro
 
 
 def event_rows(*updates: Update) -> list[tuple]:
-    return [E.to_row(e) for u in updates for e in u.events]
+    return [event_builders.to_row(e) for u in updates for e in u.events]
 
 
 def needed_for(names: Sequence[str]) -> set[str]:
@@ -265,8 +266,9 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
                         limits: Mapping[str, float | None] | None = None) -> dict[str, str]:
     """Registers the sources and the observability tables (all, or those `only` needs) as temporary
     views; returns the sources. The health metrics read the clock at `now` when given (a scenario
-    placed around a fixed instant reads the same on any day, at any hour). Tunes the session for tiny inputs (about twice as fast here: no
-    whole-stage code generation, no adaptive execution, one shuffle partition)."""
+    placed around a fixed instant reads the same on any day, at any hour). Tunes the session for tiny
+    inputs, which runs these views faster: no whole-stage code generation, no adaptive execution, one
+    shuffle partition."""
     for key, value in TINY_DATA_CONF.items():
         spark.conf.set(key, value)
     spark.createDataFrame(event_rows(*updates), EVENT_LOG_SCHEMA).createOrReplaceTempView("t_event_log")

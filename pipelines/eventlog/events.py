@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pyspark.sql.types import ArrayType, StructType
 
-from pipelines.eventlog import schema as S
+from pipelines.eventlog import schema as event_schema
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Origin:
 
     def as_dict(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)
-        return {name: values.get(name) for name, _ in S.ORIGIN_FIELDS}
+        return {name: values.get(name) for name, _ in event_schema.ORIGIN_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def create_update(
         "refresh_selection": list(refresh_selection),
     }
     message = f"Update {_short(origin.update_id)} started by {cause}."
-    return event(S.CREATE_UPDATE, origin, timestamp, message, details, **seq)
+    return event(event_schema.CREATE_UPDATE, origin, timestamp, message, details, **seq)
 
 
 def user_action(
@@ -134,7 +134,7 @@ def user_action(
 ) -> dict[str, Any]:
     verb = {"START": "started an update", "CANCEL": "canceled the update"}.get(action, action.lower())
     message = f"User {user_name or 'unknown'} {verb}."
-    return event(S.USER_ACTION, origin, timestamp, message, {"action": action, "user_name": user_name}, **seq)
+    return event(event_schema.USER_ACTION, origin, timestamp, message, {"action": action, "user_name": user_name}, **seq)
 
 
 def update_progress(
@@ -150,7 +150,8 @@ def update_progress(
         details["cancellation_cause"] = cancellation_cause
     level = "ERROR" if state == "FAILED" else "INFO"
     message = f"Update {_short(origin.update_id)} is {state}."
-    return event(S.UPDATE_PROGRESS, origin, timestamp, message, details, level=level, error_struct=error_struct, **seq)
+    return event(event_schema.UPDATE_PROGRESS, origin, timestamp, message, details, level=level, error_struct=error_struct,
+                 **seq)
 
 
 def schema_fields(fields: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -176,14 +177,15 @@ def dataset_definition(
         "schema": list(schema) if schema is not None else None,
     }
     message = f"Dataset '{origin.dataset_name}' defined as {dataset_type}."
-    return event(S.DATASET_DEFINITION, origin, timestamp, message, details, **seq)
+    return event(event_schema.DATASET_DEFINITION, origin, timestamp, message, details, **seq)
 
 
 def sink_definition(
     origin: Origin, timestamp: datetime, format: str, options: Mapping[str, str], **seq: Any
 ) -> dict[str, Any]:
     message = f"Sink '{origin.sink_name}' defined with format {format}."
-    return event(S.SINK_DEFINITION, origin, timestamp, message, {"format": format, "options": dict(options)}, **seq)
+    return event(event_schema.SINK_DEFINITION, origin, timestamp, message, {"format": format, "options": dict(options)},
+                 **seq)
 
 
 def flow_definition(
@@ -215,7 +217,7 @@ def flow_definition(
     if source_code_location is not None:
         details["source_code_location"] = dict(source_code_location)
     message = f"Flow '{origin.flow_name}' is defined as {flow_type}."
-    return event(S.FLOW_DEFINITION, origin, timestamp, message, details, **seq)
+    return event(event_schema.FLOW_DEFINITION, origin, timestamp, message, details, **seq)
 
 
 _FLOW_MESSAGES = {
@@ -237,7 +239,8 @@ def flow_progress(
     """A flow's status change (QUEUED, STARTING, RUNNING, COMPLETED, FAILED, SKIPPED, EXCLUDED...)."""
     text = message or _FLOW_MESSAGES.get(status, "Flow '{f}' is " + status + ".").format(f=origin.flow_name)
     level = "ERROR" if status == "FAILED" else "INFO"
-    return event(S.FLOW_PROGRESS, origin, timestamp, text, {"status": status}, level=level, error_struct=error_struct, **seq)
+    return event(event_schema.FLOW_PROGRESS, origin, timestamp, text, {"status": status}, level=level,
+                 error_struct=error_struct, **seq)
 
 
 def expectation_result(name: str, dataset: str, passed: int, failed: int) -> dict[str, Any]:
@@ -276,7 +279,7 @@ def flow_metrics(
         }
     kind = "streaming" if streaming else "batch"
     text = f"Completed a {kind} update of '{origin.flow_name}'."
-    return event(S.FLOW_PROGRESS, origin, timestamp, text, details, level="METRICS", **seq)
+    return event(event_schema.FLOW_PROGRESS, origin, timestamp, text, details, level="METRICS", **seq)
 
 
 # `operation_progress.type` of lakewatch's own measurement warnings (Databricks' types are
@@ -287,11 +290,11 @@ MEASUREMENT_OPERATION = "LAKEWATCH_MEASUREMENT"
 def measurement_warning(origin: Origin, timestamp: datetime, measurement: str, reason: str, **seq: Any) -> dict[str, Any]:
     """A WARN event saying that a figure was not measured and why (its value stays NULL)."""
     details = {"type": MEASUREMENT_OPERATION, "status": "FAILED", "measurement": measurement, "reason": reason}
-    return event(S.OPERATION_PROGRESS, origin, timestamp, f"Not measured: {measurement} ({reason})", details,
+    return event(event_schema.OPERATION_PROGRESS, origin, timestamp, f"Not measured: {measurement} ({reason})", details,
                  level="WARN", **seq)
 
 
-def to_row(values: Mapping[str, Any], schema: StructType = S.EVENT_LOG_SCHEMA) -> tuple:
+def to_row(values: Mapping[str, Any], schema: StructType = event_schema.EVENT_LOG_SCHEMA) -> tuple:
     """Orders a (nested) dict as a tuple matching `schema`, for createDataFrame."""
 
     def convert(value: Any, data_type: Any) -> Any:

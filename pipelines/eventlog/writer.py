@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pipelines.adapter import CHECKPOINT_INTERVAL, LOCAL_CHECKPOINT_INTERVAL
-from pipelines.eventlog import schema as S
+from pipelines.eventlog import schema
 from pipelines.eventlog.events import to_row
 from pipelines.eventlog.schema import EVENT_LOG_DDL, EVENT_LOG_SCHEMA
 
-CONTROL_PLANE_EVENTS = (S.CREATE_UPDATE, S.USER_ACTION, S.UPDATE_PROGRESS)
+CONTROL_PLANE_EVENTS = (schema.CREATE_UPDATE, schema.USER_ACTION, schema.UPDATE_PROGRESS)
 # Key of a FAILED flow event whose exception chain is filled in (from the engine log) before it is written.
 PENDING_ERROR = "_lakewatch_pending_error"
 
@@ -33,8 +33,7 @@ class EventLogWriter:
     def ensure_table(self) -> None:
         """Creates the table with a Delta checkpoint every `LOCAL_CHECKPOINT_INTERVAL` commits instead of
         Delta's 10: the log takes a commit every few seconds of an update (`EventLogStream`), so with
-        the default most refreshes wrote a checkpoint of every file the log ever had (bench/RESULTS.md,
-        stop 31). A table created before gets the property once; a value its owner set is kept."""
+        the default most refreshes would write a checkpoint of every file the log ever had. A table created before gets the property once; a value its owner set is kept."""
         setting = f"'{CHECKPOINT_INTERVAL}' = '{LOCAL_CHECKPOINT_INTERVAL}'"
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self.table} ({EVENT_LOG_DDL}) USING DELTA "

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines import sqltypes as S
+from pipelines import sqltypes
 
 RESCUED_DATA = "_rescued_data"
 CORRUPT_RECORD = "_corrupt_record"
@@ -36,8 +36,8 @@ class ParquetFileError(ValueError):
 
 # -- declared types ------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=64)
-def declared_types(columns: Columns) -> tuple[S.SqlType, ...]:
-    return tuple(S.parse_type(text) for _, text in columns)
+def declared_types(columns: Columns) -> tuple[sqltypes.SqlType, ...]:
+    return tuple(sqltypes.parse_type(text) for _, text in columns)
 
 
 _SIMPLE_ARROW = {
@@ -51,23 +51,23 @@ _SIMPLE_ARROW = {
 }
 
 
-def arrow_type(t: S.SqlType) -> pa.DataType:
+def arrow_type(t: sqltypes.SqlType) -> pa.DataType:
     """The Arrow type Spark takes from a Python worker for a Spark type (pyspark's `to_arrow_type`,
     session time zone UTC); TIMESTAMP is TIMESTAMP_LTZ (Spark's default `spark.sql.timestampType`)."""
-    if isinstance(t, S.Simple):
+    if isinstance(t, sqltypes.Simple):
         return _SIMPLE_ARROW[t.name]
-    if isinstance(t, S.Decimal):
+    if isinstance(t, sqltypes.Decimal):
         return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, S.Array):
+    if isinstance(t, sqltypes.Array):
         return pa.list_(pa.field("element", arrow_type(t.element)))
-    if isinstance(t, S.Map):
+    if isinstance(t, sqltypes.Map):
         return pa.map_(arrow_type(t.key), arrow_type(t.value))
-    if isinstance(t, S.Struct):
+    if isinstance(t, sqltypes.Struct):
         return pa.struct([pa.field(f.name, arrow_type(f.type), metadata=_field_metadata(f)) for f in t.fields])
     raise TypeError(f"{t.sql()} is not a type a Parquet table can declare")
 
 
-def _field_metadata(f: S.Field) -> dict[bytes, bytes] | None:
+def _field_metadata(f: sqltypes.Field) -> dict[bytes, bytes] | None:
     """A field's COMMENT as pyspark passes StructField metadata to Arrow (Spark compares it)."""
     return None if f.comment is None else {b"SPARK::metadata::json": json.dumps({"comment": f.comment}).encode()}
 
@@ -178,22 +178,22 @@ def struct_match(src: pa.DataType, name: str) -> list[int]:
     return [i for i, f in enumerate(src) if f.name.lower() == name.lower()]
 
 
-def readable(src: pa.DataType, dst: S.SqlType) -> bool:
+def readable(src: pa.DataType, dst: sqltypes.SqlType) -> bool:
     """Whether Spark 4.2's Parquet reader reads file type `src` as `dst` with the file's values (the
     same type or a widening). Reads that Spark's vectorized reader accepts but that change values
     (INT32 into TINYINT wraps, DATE into INT gives day numbers, ...) are not readable here."""
     src = plain_type(src)
     if pa.types.is_null(src):
         return True
-    if isinstance(dst, S.Simple):
+    if isinstance(dst, sqltypes.Simple):
         return _simple_readable(src, dst.name)
-    if isinstance(dst, S.Decimal):
+    if isinstance(dst, sqltypes.Decimal):
         return _decimal_readable(src, dst.precision, dst.scale)
-    if isinstance(dst, S.Array):
+    if isinstance(dst, sqltypes.Array):
         return _is_list(src) and readable(src.value_type, dst.element)
-    if isinstance(dst, S.Map):
+    if isinstance(dst, sqltypes.Map):
         return pa.types.is_map(src) and readable(src.key_type, dst.key) and readable(src.item_type, dst.value)
-    if isinstance(dst, S.Struct):
+    if isinstance(dst, sqltypes.Struct):
         if not pa.types.is_struct(src):
             return False
         matches = [struct_match(src, f.name) for f in dst.fields]
@@ -235,28 +235,28 @@ def _flat(array: pa.Array) -> tuple[pa.Array, int, int]:
     return pc.subtract(offsets, start).cast(pa.int32()), start, end
 
 
-def typed(array: pa.Array, dst: S.SqlType) -> pa.Array:
+def typed(array: pa.Array, dst: sqltypes.SqlType) -> pa.Array:
     """The values of a file column that is `readable` as `dst`, as Spark's reader gives them."""
     array = plain(array)
     target = arrow_type(dst)
     if pa.types.is_null(array.type):
         return pa.nulls(len(array), target)
-    if isinstance(dst, S.Simple):
+    if isinstance(dst, sqltypes.Simple):
         return _typed_simple(array, dst.name, target)
-    if isinstance(dst, S.Decimal):
+    if isinstance(dst, sqltypes.Decimal):
         return array.cast(target)
-    if isinstance(dst, S.Array):
+    if isinstance(dst, sqltypes.Array):
         if pa.types.is_fixed_size_list(array.type):
             array = array.cast(pa.list_(array.type.value_field))
         offsets, start, end = _flat(array)
         values = typed(array.values.slice(start, end - start), dst.element)
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=array.is_null())
-    if isinstance(dst, S.Map):
+    if isinstance(dst, sqltypes.Map):
         offsets, start, end = _flat(array)
         keys = typed(array.keys.slice(start, end - start), dst.key)
         items = typed(array.items.slice(start, end - start), dst.value)
         return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=array.is_null())
-    assert isinstance(dst, S.Struct)
+    assert isinstance(dst, sqltypes.Struct)
     children = []
     for f, field in zip(dst.fields, target):
         match = struct_match(array.type, f.name)
@@ -407,7 +407,7 @@ def plan(schema: pa.Schema, columns: Columns, path: str) -> FilePlan:
     for (name, _), t in zip(columns, declared_types(columns)):
         found = [i for i, n in enumerate(names) if n == name]
         fits = len(found) == 1 and readable(schema.field(found[0]).type, t)
-        if len(found) == 1 and not fits and t == S.Simple("VARIANT") \
+        if len(found) == 1 and not fits and t == sqltypes.Simple("VARIANT") \
                 and variant_kind(plain_type(schema.field(found[0]).type)) == "shredded":
             raise ParquetFileError(
                 f"Landing file {path}: column '{name}' is a shredded VARIANT, which the local engine cannot "

@@ -3,15 +3,15 @@
 Spark generates and compiles Java code for every projection it evaluates outside whole-stage code
 (Delta's log replay, its per-file statistics, each micro-batch's projections): code text for wide
 schemas, formatted and hashed at every query, even when the compiled class is cached. On the small
-batches of a local update that costs more than it saves: about a third of an ingest update's engine
-CPU for 150 rows per table. On large ones the compiled code wins (interpreted statistics and
+batches of a local update that costs more than it saves: a large share of an ingest update's engine
+CPU on small tables. On large ones the compiled code wins (interpreted statistics and
 projections over every row). So an update whose landing backlog is small interprets those
 expressions (`spark.sql.codegen.factoryMode` NO_CODEGEN); whole-stage code generation, which
 does the per-row work of a large read, is left as configured. Measured in bench/RESULTS.md.
 
 The choice goes into the update's pipeline configuration, which open-source SDP applies to every
-flow it runs: set on the session alone, it did not reach all of them (measured: the streaming
-flows' file reads and Delta writes still generated code). So it is chosen before the definitions
+flow it runs: set on the session alone, it does not reach all of them (the streaming
+flows' file reads and Delta writes still generate code). So it is chosen before the definitions
 are registered, from each table's landing folder and its bronze flow's checkpoint. Spark's own
 default is set explicitly for a large update, so an interpreted choice of an earlier update on the
 same session (a job's) does not carry over.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pipelines.adapter import LANDING_ROOT_KEY, TABLES_CONFIG_KEY
 from pipelines.config import load_tables
-from pipelines.local import checkpoints as C
+from pipelines.local import checkpoints
 
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
 INTERPRETED = "NO_CODEGEN"
@@ -72,9 +72,10 @@ def landing_backlogs(configuration: Mapping[str, str], storage: Path, catalog: s
     backlogs: list[int | None] = []
     for table in tables:
         flow = table.bronze_name  # the file source's flow, named after the bronze table it writes
-        checkpoint_root = C.flow_checkpoint_root(storage, flow, flow, catalog, schema, False)
+        checkpoint_root = checkpoints.flow_checkpoint_root(storage, flow, flow, catalog, schema, False)
         try:
-            backlogs.append(C.backlog(table.landing_path(root), C.latest_checkpoint(checkpoint_root)).bytes)
+            latest = checkpoints.latest_checkpoint(checkpoint_root)
+            backlogs.append(checkpoints.backlog(table.landing_path(root), latest).bytes)
         except FileNotFoundError:
             backlogs.append(0)
         except Exception:  # noqa: BLE001 (an unreadable checkpoint or landing path: unknown)

@@ -14,17 +14,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from pipelines.eventlog import events as E
-from pipelines.local import checkpoints as C
+from pipelines.eventlog import events as event_builders
+from pipelines.local import checkpoints
 from pipelines.local.inflight import FlowRecord
 
 
 def checkpoint_of(flow: FlowRecord) -> Path | None:
     """The flow's live checkpoint (the newest numbered folder under its root)."""
-    return C.latest_checkpoint(Path(flow.checkpoint_root)) if flow.checkpoint_root else None
+    return checkpoints.latest_checkpoint(Path(flow.checkpoint_root)) if flow.checkpoint_root else None
 
 
-def flow_origin(base: E.Origin, flow: FlowRecord, batch_id: int | None = None) -> E.Origin:
+def flow_origin(base: event_builders.Origin, flow: FlowRecord, batch_id: int | None = None) -> event_builders.Origin:
     """Origin of a flow's events. `flow_id` stays while the flow runs incrementally and changes
     with a full refresh (a new checkpoint), as on Databricks."""
     checkpoint = checkpoint_of(flow)
@@ -38,7 +38,7 @@ def flow_origin(base: E.Origin, flow: FlowRecord, batch_id: int | None = None) -
 CutTimes = Mapping[str, Mapping[int, datetime]]  # flow -> its batches cut by a stop -> their table commit's time
 
 
-def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime,
+def backlog_events(base: event_builders.Origin, flows: Iterable[FlowRecord], at: datetime,
                    cut: CutTimes | None = None) -> list[dict[str, Any]]:
     """A METRICS event per file-reading flow with the landing files it has not committed yet (a batch
     cut by a stop is committed: `cut_batches`); when the landing folder cannot be listed, the backlog
@@ -49,12 +49,12 @@ def backlog_events(base: E.Origin, flows: Iterable[FlowRecord], at: datetime,
             continue
         origin = flow_origin(base, flow)
         try:
-            left = C.backlog(flow.landing, checkpoint_of(flow), (cut or {}).get(flow.name))
+            left = checkpoints.backlog(flow.landing, checkpoint_of(flow), (cut or {}).get(flow.name))
         except OSError as e:
-            events.append(E.flow_metrics(origin, at))
-            events.append(E.measurement_warning(origin, at, "backlog", f"landing folder not readable: {e}"))
+            events.append(event_builders.flow_metrics(origin, at))
+            events.append(event_builders.measurement_warning(origin, at, "backlog", f"landing folder not readable: {e}"))
             continue
-        events.append(E.flow_metrics(origin, at, backlog_bytes=left.bytes, backlog_files=left.files))
+        events.append(event_builders.flow_metrics(origin, at, backlog_bytes=left.bytes, backlog_files=left.files))
     return events
 
 
@@ -72,9 +72,9 @@ def write_file_state(spark: Any, table: str, flows: Iterable[FlowRecord], ledger
     ledger = FileLedger(ledger_path)
     rows = []
     for flow in sources:
-        earliest = C.first_commits(Path(flow.checkpoint_root)) if flow.checkpoint_root else {}
-        states = C.file_states(flow.landing, checkpoint_of(flow), flow.clean_source, flow.archive_dir,
-                               (cut or {}).get(flow.name))
+        earliest = checkpoints.first_commits(Path(flow.checkpoint_root)) if flow.checkpoint_root else {}
+        states = checkpoints.file_states(flow.landing, checkpoint_of(flow), flow.clean_source, flow.archive_dir,
+                                         (cut or {}).get(flow.name))
         rows.extend(rows_for(flow.target_table or flow.name, flow.name, states, ledger, earliest,
                              flow.record_counter))
     ledger.save()
@@ -103,7 +103,7 @@ def count_before_delete(flows: Iterable[FlowRecord], ledger_path: Path) -> None:
         return
     ledger = FileLedger(ledger_path)
     for flow in deleting:
-        for f in C.list_landing(flow.landing):
+        for f in checkpoints.list_landing(flow.landing):
             ledger.note_landing(flow.name, f.path, f.size, f.modification_time, flow.record_counter)
     ledger.save()
 
@@ -347,7 +347,7 @@ def cut_batches(spark: Any, table: str, checkpoint: Path, table_dir: Path | None
     Delta commit says how many; its files were committed then. Found by the commit's `queryId` and
     `epochId`; read from the table's Delta log on this machine when `table_dir` holds commits of the
     query, else from Spark's DESCRIBE HISTORY."""
-    planned = set(C.uncommitted_batches(checkpoint))
+    planned = set(checkpoints.uncommitted_batches(checkpoint))
     qid = query_id(checkpoint)
     if not planned or qid is None:
         return {}

@@ -2,9 +2,9 @@
 
 Each update's `dataset_definition` event of a view (`{table}_source`) carries the view's schema, which
 only Spark's analysis of the view's plan gives. For a landing table's view that plan is large (the
-JSON rescue: 80 KB, about 1,500 functions), and analysing the three views of the project took about
-1.7 s of the engine's CPU in every update, an update with nothing new included (bench/RESULTS.md,
-stop 32). The schema is a function of the plan as long as nothing outside the plan enters it, so it is
+JSON rescue: 80 KB, about 1,500 functions), and analysing the views of the project costs a noticeable
+share of the engine's CPU in every update, an update with nothing new included (see bench/RESULTS.md).
+The schema is a function of the plan as long as nothing outside the plan enters it, so it is
 analysed once per distinct plan and read back after that.
 
 A plan is kept only when its schema cannot depend on anything but its own bytes and the session

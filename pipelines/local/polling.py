@@ -3,11 +3,11 @@
 SDP's triggered execution starts the flows whose inputs are done, then sleeps for
 `spark.sql.pipelines.execution.streamstate.pollingInterval` (whole seconds, 1 by default) before it
 looks again. Every level of the graph waits at least one such sleep: an ingest update has two (bronze,
-then the clean tables and the quarantine), so an update with nothing new spent about two of its eight
-seconds asleep while its flows had long finished. With 0, HotSpot's `Thread.sleep(0)` yields the core
+then the clean tables and the quarantine), so an update with nothing new spends a large part of its
+time asleep while its flows have long finished. With 0, HotSpot's `Thread.sleep(0)` yields the core
 instead of sleeping, so the loop checks again as soon as other threads let it: on a small update that
 saves those seconds at no measured cost, but on a large ingest the looping thread takes CPU from the
-executors (1 million landing lines: 61.7 s against 52.2 s; bench/RESULTS.md, stop 24).
+executors and makes the update slower (see bench/RESULTS.md).
 
 So an update with less than `codegen.SMALL_UPDATE_BYTES` of landing files to read polls without
 sleeping, and every other update (a large or unknown backlog, a pipeline that reads no landing files,

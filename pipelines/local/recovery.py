@@ -31,10 +31,10 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from pipelines import cancellation
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events as event_builders
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES, TERMINAL_UPDATE_STATES
 from pipelines.eventlog.writer import PENDING_ERROR, EventLogStream, EventLogWriter, read_journal
-from pipelines.local import checkpoints as C
+from pipelines.local import checkpoints
 from pipelines.local import inflight, measure, sdp_control
 from pipelines.local.home import ControlPlaneState, LocalHome
 from pipelines.local.lock import RunLock
@@ -141,8 +141,8 @@ def _replay_journal(spark: Any, home: LocalHome, record: inflight.InFlightUpdate
     for event in missing:
         pending = event.pop(PENDING_ERROR, None)
         if pending is not None:  # a FAILED flow event still waiting for its exception chain
-            event["error"] = E.error([E.ExceptionInfo("org.apache.spark.SparkException", pending.get("error") or "")],
-                                     fatal=bool(pending.get("fatal")))
+            cause = event_builders.ExceptionInfo("org.apache.spark.SparkException", pending.get("error") or "")
+            event["error"] = event_builders.error([cause], fatal=bool(pending.get("fatal")))
     state = ControlPlaneState(home)
     stream = EventLogStream(writer, lambda n: state.next_sequence(record.pipeline_name, n), record.cluster_id)
     for event in missing:
@@ -166,7 +166,7 @@ def interrupted_error(why: str) -> Any:
     server was lost (`why`)."""
     message = (f"[{INTERRUPTED_ERROR}] The update was interrupted: {why}. lakewatch closed it at "
                f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC; the next update ingests what it did not commit.")
-    return E.error([E.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
+    return event_builders.error([event_builders.ExceptionInfo(INTERRUPTED_CLASS, message)], fatal=True)
 
 
 def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, say: Say) -> None:
@@ -186,8 +186,9 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
     if any(r["event_type"] == "update_progress" and r["update_state"] in TERMINAL_UPDATE_STATES for r in events):
         inflight.remove(home, record)  # the runner died after closing the update: nothing to do
         return
-    origin = E.Origin(pipeline_id=record.pipeline_id, pipeline_name=record.pipeline_name, update_id=record.update_id,
-                      cluster_id=record.cluster_id, catalog_name=record.catalog, schema_name=record.schema)
+    origin = event_builders.Origin(pipeline_id=record.pipeline_id, pipeline_name=record.pipeline_name,
+                                   update_id=record.update_id, cluster_id=record.cluster_id,
+                                   catalog_name=record.catalog, schema_name=record.schema)
     state = ControlPlaneState(home)
     stream = EventLogStream(EventLogWriter(spark, record.event_log),
                             lambda n: state.next_sequence(record.pipeline_name, n), record.cluster_id)
@@ -227,15 +228,17 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
         if status is not None and status[1] not in TERMINAL_FLOW_STATES:
             if final == "CANCELED":  # as the runner closes a canceled update's flows
                 ended_as = cancellation.flow_closed_as(status[1])
-                stream.add(E.flow_progress(
+                stream.add(event_builders.flow_progress(
                     measure.flow_origin(origin, flow), ended, ended_as,
                     message=f"Flow '{flow.name}' {'SKIPPED' if ended_as == 'SKIPPED' else 'has STOPPED'}: the update "
                             f"was canceled ({record.cancellation_cause}), and its runner stopped before it closed "
                             "the update."))
             else:
-                stream.add(E.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED", error_struct=error))
+                stream.add(event_builders.flow_progress(measure.flow_origin(origin, flow), ended, "FAILED",
+                                                        error_struct=error))
     for measurement, reason, flow in notes:
-        stream.add(E.measurement_warning(measure.flow_origin(origin, flow) if flow else origin, ended, measurement, reason))
+        stream.add(event_builders.measurement_warning(measure.flow_origin(origin, flow) if flow else origin, ended,
+                                                      measurement, reason))
     if record.registered:
         for event in measure.backlog_events(origin, record.flows, ended, cut):
             stream.add(event)
@@ -243,18 +246,18 @@ def close_interrupted(spark: Any, home: LocalHome, record: inflight.InFlightUpda
             measure.write_file_state(spark, record.qualified(FILE_STATE_TABLE), record.flows,
                                      inflight.ledger_path(home, record.pipeline_name), cut)
         except Exception as e:  # noqa: BLE001 (a measurement; the update is closed regardless)
-            stream.add(E.measurement_warning(origin, ended, "file state", " ".join(str(e).split())[:300]))
+            stream.add(event_builders.measurement_warning(origin, ended, "file state", " ".join(str(e).split())[:300]))
     if final == "CANCELED":
-        stream.add(E.update_progress(origin, ended, "CANCELED", cancellation_cause=record.cancellation_cause))
+        stream.add(event_builders.update_progress(origin, ended, "CANCELED", cancellation_cause=record.cancellation_cause))
     else:
-        stream.add(E.update_progress(origin, ended, "FAILED", error_struct=error))
+        stream.add(event_builders.update_progress(origin, ended, "FAILED", error_struct=error))
     stream.close()
     inflight.remove(home, record)
     say(f"  closed update {record.update_id[:8]} as " + (
         f"CANCELED ({record.cancellation_cause})" if final == "CANCELED" else f"FAILED ({INTERRUPTED_ERROR})"))
 
 
-def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowRecord, origin: E.Origin,
+def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowRecord, origin: event_builders.Origin,
                             logged: set[tuple[str, int]], stream: EventLogStream, notes: list,
                             remote: bool = False) -> tuple[list[datetime], dict[int, datetime]]:
     """METRICS events for the flow's batches that committed in the update but were never logged; returns
@@ -265,7 +268,7 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
     checkpoint = measure.checkpoint_of(flow)
     if checkpoint is None:
         return [], {}
-    commits = C.committed_batches(checkpoint)
+    commits = checkpoints.committed_batches(checkpoint)
     same = flow.checkpoint_before == str(checkpoint)
     new = {b: t for b, t in commits.items() if not same or b > flow.batch_before}
     missing = sorted(b for b in new if (flow.sdp_name, b) not in logged)
@@ -297,7 +300,8 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
                               f"{' '.join(str(e).split())[:200]}", flow))
     if missing:
         for batch in missing:
-            stream.add(E.flow_metrics(measure.flow_origin(origin, flow, batch), new[batch], num_output_rows=rows.get(batch)))
+            stream.add(event_builders.flow_metrics(measure.flow_origin(origin, flow, batch), new[batch],
+                                                   num_output_rows=rows.get(batch)))
         notes.append(("expectation counts",
                       f"micro-batch(es) {', '.join(map(str, missing))} committed after the runner's last event-log "
                       "write; their rows come from the table's Delta history, their expectation counts were lost "
@@ -306,7 +310,7 @@ def _record_missing_batches(spark: Any, home: LocalHome, flow: inflight.FlowReco
     return list(new.values()), {batch: commit.at for batch, commit in held.items()}
 
 
-def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, origin: E.Origin,
+def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, origin: event_builders.Origin,
                   last_status: dict[str, tuple[datetime, str]], measured: set[str], stream: EventLogStream,
                   notes: list, say: Say) -> tuple[set[str], list[datetime]]:
     """The materialized views of the interrupted update, from what their Delta logs say it wrote.
@@ -336,14 +340,14 @@ def _settle_views(spark: Any, home: LocalHome, record: inflight.InFlightUpdate, 
             seen = [status[0] if status[0].tzinfo else status[0].astimezone(timezone.utc)] if status else []
             at = max([*(t for t, _ in found.commits), *seen], default=datetime.now(timezone.utc))
             flow_origin = measure.flow_origin(origin, flow)
-            stream.add(E.flow_metrics(flow_origin, at, num_output_rows=found.written("numOutputRows"),
-                                      status="COMPLETED", streaming=False,
-                                      num_output_bytes=found.written("numOutputBytes")))
+            stream.add(event_builders.flow_metrics(flow_origin, at, num_output_rows=found.written("numOutputRows"),
+                                                   status="COMPLETED", streaming=False,
+                                                   num_output_bytes=found.written("numOutputBytes")))
             if name in record.expectation_datasets:
                 notes.append(("expectation counts", "the runner stopped before it counted the view's expectations; "
                               "its rows come from the view's Delta history", flow))
             if not completed:
-                stream.add(E.flow_progress(flow_origin, at, "COMPLETED"))
+                stream.add(event_builders.flow_progress(flow_origin, at, "COMPLETED"))
                 settled.add(flow.sdp_name)
                 times.append(at)
                 say(f"  {name}: refresh completed after the runner stopped; kept its new contents")

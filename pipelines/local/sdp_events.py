@@ -112,8 +112,8 @@ def lost_outcomes(flows: Mapping[str, FlowSeen], run_status: str | None, logged:
     Open-source SDP 4.2 logs a flow's COMPLETED event from a callback: a batch flow's future
     completion, a streaming flow's query listener. Its scheduler does not wait for that callback, so
     when a run's last flows finish, the run can end and close its event stream first; the event is
-    then dropped (the engine log says STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN). Measured on small
-    ingest updates: 4 of 31. A flow's last FAILED event, which ends the run, can be dropped the same
+    then dropped (the engine log says STREAM_LIFECYCLE_EVENT_SEND_AFTER_SHUTDOWN). This happens on
+    small ingest updates. A flow's last FAILED event, which ends the run, can be dropped the same
     way. A flow still seen unfinished ended as the engine logged it (`logged`, by last name part, its
     last completion or failure line of this update), when that line is not older than the flow's last
     event: COMPLETED, or FAILED with the logged exception. With no such line, in a COMPLETED run it

@@ -1,4 +1,4 @@
-"""Every landing format in one real ingest pipeline (issue 12): JSON lines, a JSON document per file,
+"""Every landing format in one real ingest pipeline: JSON lines, a JSON document per file,
 CSV without a header and with a `;` delimiter, and Parquet, two batches of generated files with every
 kind of bad record, two `lakewatch run` updates on the local engine.
 
@@ -8,7 +8,6 @@ malformed records), and the file state the runner writes (records counted withou
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml

@@ -508,8 +508,8 @@ def test_a_refresh_stopped_by_sigterm_ends_canceled_with_every_flow_ended(interr
     exits 143, leaving nothing for the next command to recover (`check_canceled_refresh`: every flow
     ended, views COMPLETED exactly when their Delta log holds the update's write). The flows queued
     behind the stop never ran (SKIPPED); the views being refreshed at the stop had their writes
-    cancelled (STOPPED, without a WRITE: before, they ran on to their writes and the command waited for
-    them)."""
+    cancelled (STOPPED, without a WRITE), so the command does not wait for them to run on to their
+    writes."""
     stopped, tables = interrupted.canceled, interrupted.tables
     assert stopped is not None and stopped.returncode == 128 + signal.SIGTERM, stopped.output[-3000:]
     assert f"stopping update {stopped.update}" in stopped.output and "CANCELED" in stopped.output

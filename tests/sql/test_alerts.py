@@ -169,7 +169,7 @@ def no_rows() -> Inputs:
 
 def idle_after_recent_rows() -> Inputs:
     """Rows in the last hour, then an update that found nothing new: files land less often than the
-    pipeline runs, which is healthy (this used to page)."""
+    pipeline runs, which is healthy (no page)."""
     return history(completed_update("last", ago(minutes=5), rows=0, clean_failed=0))
 
 

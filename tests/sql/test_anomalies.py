@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pipelines import anomalies as A
+from pipelines import anomalies
 from pipelines.observability.catalog import by_name
 from tests.eventlog_builders import Inputs, Update, completed_update
 
@@ -33,9 +33,9 @@ LEVELS = {
 def values_for(metric: str) -> dict[str, tuple[list[float], float]]:
     """case -> (history, last value); whether the last one must be flagged is in `expected`."""
     level, noise, unusual = LEVELS[metric]
-    b = A.by_metric(metric)
+    b = anomalies.by_metric(metric)
     floor = max(b.min_change, b.min_relative_change * level)
-    toward = -1.0 if b.direction == A.DROP else 1.0
+    toward = -1.0 if b.direction == anomalies.DROP else 1.0
     flat = [level] * 10
     noisy = [level + noise * (1 if i % 2 else -1) * (0.5 + (i % 3) / 4) for i in range(12)]
     usual = [level + noise * 0.01 * (i % 3 - 1) for i in range(10)]
@@ -45,9 +45,9 @@ def values_for(metric: str) -> dict[str, tuple[list[float], float]]:
         # beyond every value seen, yet within the series' own noise
         "noisy": (noisy, level + toward * noise * 1.5),
         "true_negative": (usual, level),
-        "too_little_history": (usual[: A.MIN_HISTORY - 1], unusual),
+        "too_little_history": (usual[: anomalies.MIN_HISTORY - 1], unusual),
         # a drop for a spike baseline, a rise to 100% for a drop one
-        "wrong_direction": (usual, 1.0 if b.direction == A.DROP else level * 0.01),
+        "wrong_direction": (usual, 1.0 if b.direction == anomalies.DROP else level * 0.01),
     }
 
 
@@ -56,12 +56,13 @@ CASES = ("true_positive", "flat_with_small_wiggle", "noisy", "true_negative", "t
 
 def expected(metric: str, case: str) -> bool:
     """Only the true positive is unusual; a baseline watching both directions also flags the opposite."""
-    return case == "true_positive" or (case == "wrong_direction" and A.by_metric(metric).direction == A.BOTH)
+    return case == "true_positive" or (case == "wrong_direction"
+                                       and anomalies.by_metric(metric).direction == anomalies.BOTH)
 
 
 def series_rows(metric: str, subject: str, values: list[float], days_apart: float = 1.0,
-                baseline: A.Baseline | None = None) -> list[tuple]:
-    b = baseline or A.by_metric(metric)
+                baseline: anomalies.Baseline | None = None) -> list[tuple]:
+    b = baseline or anomalies.by_metric(metric)
     return [(b.metric, b.direction, b.min_change, b.min_relative_change, b.seasonal, "p", subject,
              f"{subject}-{i}", START + timedelta(days=i * days_apart), float(v)) for i, v in enumerate(values)]
 
@@ -73,7 +74,7 @@ SERIES_DDL = ("metric STRING, direction STRING, min_change DOUBLE, min_relative_
 def scored(spark, rows: list[tuple]) -> dict[tuple[str, str], dict]:
     """(metric, subject) -> the score row of the last value of each series."""
     spark.createDataFrame(rows, SERIES_DDL).createOrReplaceTempView("t_series")
-    out = spark.sql(A.score_sql("SELECT * FROM t_series")).collect()
+    out = spark.sql(anomalies.score_sql("SELECT * FROM t_series")).collect()
     last = {}
     for r in sorted(out, key=lambda r: r["at"]):
         last[(r["metric"], r["subject"])] = r.asDict()
@@ -83,20 +84,20 @@ def scored(spark, rows: list[tuple]) -> dict[tuple[str, str], dict]:
 @pytest.fixture(scope="module")
 def synthetic(spark):
     rows = []
-    for b in A.BASELINES:
+    for b in anomalies.BASELINES:
         for case, (history, last) in values_for(b.metric).items():
             rows += series_rows(b.metric, case, history + [last])
     return scored(spark, rows)
 
 
-@pytest.mark.parametrize("metric", [b.metric for b in A.BASELINES])
+@pytest.mark.parametrize("metric", [b.metric for b in anomalies.BASELINES])
 @pytest.mark.parametrize("case", CASES)
 def test_each_baseline_flags_only_what_is_unusual(synthetic, metric, case):
     row = synthetic[(metric, case)]
     assert row["flagged"] is expected(metric, case), row
 
 
-@pytest.mark.parametrize("metric", [b.metric for b in A.BASELINES])
+@pytest.mark.parametrize("metric", [b.metric for b in anomalies.BASELINES])
 def test_the_baseline_is_the_median_and_mad_of_the_values_before(synthetic, metric):
     history, last = values_for(metric)["true_positive"]
     row = synthetic[(metric, "true_positive")]
@@ -105,16 +106,16 @@ def test_the_baseline_is_the_median_and_mad_of_the_values_before(synthetic, metr
     assert row["history_size"] == len(history)
     assert row["baseline_median"] == pytest.approx(median)
     assert row["baseline_mad"] == pytest.approx(mad, abs=1e-9)
-    b = A.by_metric(metric)
+    b = anomalies.by_metric(metric)
     floor = max(b.min_change, b.min_relative_change * abs(median))
-    assert row["score"] == pytest.approx((last - median) / max(A.MAD_TO_SIGMA * mad, floor / A.THRESHOLD))
+    assert row["score"] == pytest.approx((last - median) / max(anomalies.MAD_TO_SIGMA * mad, floor / anomalies.THRESHOLD))
 
 
 def test_only_the_last_window_of_updates_makes_the_baseline(spark):
     # 30 updates at 1000 rows, then 20 at 100: the baseline has forgotten the first level
-    values = [1000.0] * 30 + [100.0] * A.WINDOW + [100.0]
+    values = [1000.0] * 30 + [100.0] * anomalies.WINDOW + [100.0]
     row = scored(spark, series_rows("rows_written", "level_change", values))[("rows_written", "level_change")]
-    assert row["history_size"] == A.WINDOW and row["baseline_median"] == 100.0 and not row["flagged"]
+    assert row["history_size"] == anomalies.WINDOW and row["baseline_median"] == 100.0 and not row["flagged"]
 
 
 def test_day_of_week_seasonality(spark):
@@ -122,9 +123,9 @@ def test_day_of_week_seasonality(spark):
     values = [600.0 if (START + timedelta(days=i)).weekday() == 0 else 60.0 + i % 3 for i in range(42)]
     values.append(600.0)  # day 42 is a Monday again
     assert (START + timedelta(days=42)).weekday() == 0
-    plain = A.by_metric("update_duration_seconds")
-    seasonal = A.Baseline(plain.metric, plain.subject, plain.direction, plain.min_change,
-                          plain.min_relative_change, plain.series, seasonal=True)
+    plain = anomalies.by_metric("update_duration_seconds")
+    seasonal = anomalies.Baseline(plain.metric, plain.subject, plain.direction, plain.min_change,
+                                  plain.min_relative_change, plain.series, seasonal=True)
     rows = series_rows(plain.metric, "plain", values) + series_rows(plain.metric, "seasonal", values, baseline=seasonal)
     out = scored(spark, rows)
     assert out[(plain.metric, "plain")]["flagged"] is True
@@ -134,9 +135,9 @@ def test_day_of_week_seasonality(spark):
 
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="direction"):
-        A.Baseline("m", "flow", "up", 1.0, 0.0, "SELECT 1")
+        anomalies.Baseline("m", "flow", "up", 1.0, 0.0, "SELECT 1")
     with pytest.raises(ValueError, match="min_change"):
-        A.Baseline("m", "flow", A.SPIKE, 0.0, 0.0, "SELECT 1")
+        anomalies.Baseline("m", "flow", anomalies.SPIKE, 0.0, 0.0, "SELECT 1")
 
 
 # -- the anomalies table from a crafted event log ------------------------------------------------
@@ -198,7 +199,7 @@ def test_a_full_refresh_known_only_by_its_resetting_state_is_not_comparable(spar
 
 
 def test_too_little_history_flags_nothing(spark):
-    flagged, metrics = anomalies_of(spark, story(history=A.MIN_HISTORY - 1))
+    flagged, metrics = anomalies_of(spark, story(history=anomalies.MIN_HISTORY - 1))
     assert flagged == {}
     assert metrics["anomalies_last_update"] == (0.0, None)
 
@@ -209,7 +210,7 @@ def test_rows_written_leaves_out_updates_a_streaming_flow_had_nothing_to_read(sp
     1,000-row batch is usual; customers_bronze's 10,000-row batch is a spike against the 6 batches of
     1,000 before it, the idle updates left out. A view that never runs micro-batches and suddenly
     writes 0 is still a drop, and so is a streaming flow whose micro-batch wrote 0."""
-    assert A.MIN_HISTORY <= 6  # the 6 earlier batches make a baseline
+    assert anomalies.MIN_HISTORY <= 6  # the 6 earlier batches make a baseline
     updates = []
     for i in range(28):  # files arrive before every fourth update: the last brings the 7th batch
         u = Update(f"u{i:02d}", NOW - timedelta(minutes=15 * (28 - i))).state("RUNNING", 1)
@@ -233,6 +234,6 @@ def test_the_anomalies_definition_file_runs_the_detector_of_this_module():
     """transformations/observability/anomalies.sql holds the SQL `anomalies_sql` writes from the baselines
     and settings here, and its column comments name the settings."""
     table = by_name("anomalies")
-    assert " ".join(table.sql.split()) == " ".join(A.anomalies_sql().split())
+    assert " ".join(table.sql.split()) == " ".join(anomalies.anomalies_sql().split())
     comments = dict((name, comment) for name, _, comment in table.columns)
-    assert f"at most {A.WINDOW}" in comments["history_size"] and f"from {A.THRESHOLD}" in comments["score"]
+    assert f"at most {anomalies.WINDOW}" in comments["history_size"] and f"from {anomalies.THRESHOLD}" in comments["score"]

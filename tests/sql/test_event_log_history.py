@@ -1,4 +1,4 @@
-"""The event log's history (issue 11.3): the job's archive task (jobs/archive_event_log.sql, run by the
+"""The event log's history: the job's archive task (jobs/archive_event_log.sql, run by the
 local SQL task runner as `lakewatch job` runs it) and the observability `events` table reading the
 history plus the live log. Oracles are the event ids the tests build themselves, never the code's output."""
 

@@ -7,10 +7,10 @@ import time
 from datetime import datetime, timezone
 from itertools import count
 
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events as event_builders
 from pipelines.eventlog.writer import EventLogStream, EventLogWriter
 
-ORIGIN = E.Origin(pipeline_id="p1", pipeline_name="stream_test", update_id="u1", flow_name="orders_bronze")
+ORIGIN = event_builders.Origin(pipeline_id="p1", pipeline_name="stream_test", update_id="u1", flow_name="orders_bronze")
 AT = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
 
 
@@ -35,12 +35,12 @@ def test_routine_events_wait_for_the_interval_and_an_error_goes_at_once(spark):
     table = "stream_error_at_once"
     s = stream(spark, table)
     try:
-        s.add(E.flow_progress(ORIGIN, AT, "RUNNING"))
-        s.add(E.flow_metrics(ORIGIN.replace(batch_id=0), AT, num_output_rows=3))
+        s.add(event_builders.flow_progress(ORIGIN, AT, "RUNNING"))
+        s.add(event_builders.flow_metrics(ORIGIN.replace(batch_id=0), AT, num_output_rows=3))
         time.sleep(1.5)
         assert spark.table(table).count() == 0  # nothing urgent yet: the interval is two minutes
-        s.add(E.flow_progress(ORIGIN, AT, "FAILED",
-                              error_struct=E.error([E.ExceptionInfo("java.io.EOFException", "cut")], fatal=True)))
+        cut = event_builders.ExceptionInfo("java.io.EOFException", "cut")
+        s.add(event_builders.flow_progress(ORIGIN, AT, "FAILED", error_struct=event_builders.error([cut], fatal=True)))
         assert rows_within(spark, table, 3, seconds=30) == 3  # the error took the routine events along
         assert spark.table(table).where("level = 'ERROR'").count() == 1
     finally:
@@ -51,10 +51,11 @@ def test_a_failed_update_goes_at_once_and_close_writes_the_rest_once(spark):
     table = "stream_failed_update_at_once"
     s = stream(spark, table)
     try:
-        s.add(E.update_progress(ORIGIN.replace(flow_name=None), AT, "RUNNING"))
-        s.add(E.update_progress(ORIGIN.replace(flow_name=None), AT, "FAILED"))
+        s.add(event_builders.update_progress(ORIGIN.replace(flow_name=None), AT, "RUNNING"))
+        s.add(event_builders.update_progress(ORIGIN.replace(flow_name=None), AT, "FAILED"))
         assert rows_within(spark, table, 2, seconds=30) == 2
-        s.add(E.update_progress(ORIGIN.replace(flow_name=None), AT, "CANCELED"))  # not urgent: written by close
+        # not urgent: written by close
+        s.add(event_builders.update_progress(ORIGIN.replace(flow_name=None), AT, "CANCELED"))
     finally:
         s.close()
     assert spark.table(table).count() == 3
@@ -81,11 +82,11 @@ def test_a_write_that_failed_after_its_commit_is_not_written_again(spark):
     numbers = count(1)
     errors: list[str] = []
     s = EventLogStream(writer, lambda n: next(numbers) if n else 0, "test", interval=120, on_error=errors.append)
-    s.add(E.flow_progress(ORIGIN, AT, "RUNNING"))
-    s.add(E.flow_metrics(ORIGIN.replace(batch_id=0), AT, num_output_rows=3))
+    s.add(event_builders.flow_progress(ORIGIN, AT, "RUNNING"))
+    s.add(event_builders.flow_metrics(ORIGIN.replace(batch_id=0), AT, num_output_rows=3))
     s.flush(final=False)  # committed, but reported failed: kept for the next flush
     assert errors and spark.table(table).count() == 2
-    s.add(E.flow_progress(ORIGIN, AT, "COMPLETED"))
+    s.add(event_builders.flow_progress(ORIGIN, AT, "COMPLETED"))
     s.close()
     ids = [r["id"] for r in spark.table(table).collect()]
     assert len(ids) == 3 and len(set(ids)) == 3

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from pyspark.sql.types import StructType
 
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events
 from pipelines.eventlog.schema import EVENT_LOG_DDL, EVENT_LOG_SCHEMA
 
 # The DDL Databricks' monitoring bundle uses for a table receiving SELECT * FROM event_log(<id>),
@@ -43,16 +43,17 @@ def test_schema_equals_the_documented_one_field_for_field(spark):
 
 
 def test_builders_produce_rows_of_that_schema(spark):
-    origin = E.Origin(pipeline_id="p", pipeline_name="ingest", update_id="u1", flow_name="f", batch_id=3)
+    origin = events.Origin(pipeline_id="p", pipeline_name="ingest", update_id="u1", flow_name="f", batch_id=3)
     t = datetime(2026, 11, 29, tzinfo=timezone.utc)
     rows = [
-        E.update_progress(origin, t, "FAILED", error_struct=E.error([E.ExceptionInfo("java.io.EOFException", "x")]),
-                          control_plane_seq_no=1),
-        E.flow_metrics(origin, t, num_output_rows=5, backlog_bytes=0, backlog_files=0, dropped_records=1,
-                       expectations=[E.expectation_result("e", "d", 4, 1)], data_plane_seq_no=2,
-                       data_plane_instance="local"),
+        events.update_progress(origin, t, "FAILED",
+                               error_struct=events.error([events.ExceptionInfo("java.io.EOFException", "x")]),
+                               control_plane_seq_no=1),
+        events.flow_metrics(origin, t, num_output_rows=5, backlog_bytes=0, backlog_files=0, dropped_records=1,
+                            expectations=[events.expectation_result("e", "d", 4, 1)], data_plane_seq_no=2,
+                            data_plane_instance="local"),
     ]
-    df = spark.createDataFrame([E.to_row(r) for r in rows], EVENT_LOG_SCHEMA)
+    df = spark.createDataFrame([events.to_row(r) for r in rows], EVENT_LOG_SCHEMA)
     out = df.selectExpr(
         "level", "error.exceptions[0].class_name AS cls", "sequence.control_plane_seq_no AS cp",
         "sequence.data_plane_id.seq_no AS dp", "origin.batch_id",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from chispa import assert_df_equality
 
-from pipelines import expectations as X
+from pipelines import expectations
 from pipelines.adapter import enforce
 
 RULES = (
-    X.warn("positive", "amount > 0"),
-    X.drop("has_id", "id IS NOT NULL"),
+    expectations.warn("positive", "amount > 0"),
+    expectations.drop("has_id", "id IS NOT NULL"),
 )
 
 
@@ -22,7 +22,7 @@ def orders(spark):
 
 
 def test_counts_per_expectation_treat_null_as_failed(orders):
-    row = orders.agg(*X.count_columns(RULES)).collect()[0].asDict()
+    row = orders.agg(*expectations.count_columns(RULES)).collect()[0].asDict()
     assert row == {
         "passed__positive": 2, "failed__positive": 2,
         "passed__has_id": 2, "failed__has_id": 2,
@@ -36,21 +36,21 @@ def test_warn_keeps_rows_and_drop_removes_them(spark, orders):
 
 
 def test_fail_raises_naming_the_expectation(orders):
-    rules = (*RULES, X.fail("small", "amount < 4"))
+    rules = (*RULES, expectations.fail("small", "amount < 4"))
     with pytest.raises(Exception) as info:
         enforce(orders, "orders", rules, streaming=False).collect()
-    assert X.FAIL_MESSAGE_PREFIX in str(info.value)
+    assert expectations.FAIL_MESSAGE_PREFIX in str(info.value)
     assert "'orders'" in str(info.value) and "small" in str(info.value)
 
 
 def test_fail_passes_when_every_row_meets_it(orders):
-    rules = (X.fail("not_huge", "coalesce(amount, 0) < 100"),)
+    rules = (expectations.fail("not_huge", "coalesce(amount, 0) < 100"),)
     assert enforce(orders, "orders", rules, streaming=False).count() == 4
 
 
 def test_by_action_builds_the_mappings_dp_expect_all_takes():
-    assert X.by_action(RULES, X.Action.DROP) == {"has_id": "id IS NOT NULL"}
-    assert X.by_action(RULES, X.Action.FAIL) == {}
+    assert expectations.by_action(RULES, expectations.Action.DROP) == {"has_id": "id IS NOT NULL"}
+    assert expectations.by_action(RULES, expectations.Action.FAIL) == {}
 
 
 def test_a_fail_expectation_in_a_cause_gets_databricks_error_class(orders):
@@ -60,11 +60,11 @@ def test_a_fail_expectation_in_a_cause_gets_databricks_error_class(orders):
     from pipelines.local.update.messages import databricks_message
 
     with pytest.raises(Exception) as info:
-        enforce(orders, "orders", (X.fail("small", "amount < 4"),), streaming=False).collect()
+        enforce(orders, "orders", (expectations.fail("small", "amount < 4"),), streaming=False).collect()
     outer = ("[STREAM_FAILED] Query [id = q] terminated with exception: [TASK_WRITE_FAILED] Task failed while "
              "writing rows to file:/w/orders. SQLSTATE: 58030")
     chain = [JvmException("org.apache.spark.sql.streaming.StreamingQueryException", outer),
              JvmException("org.apache.spark.SparkRuntimeException", str(info.value))]
     message = databricks_message(outer, chain)
-    assert message.startswith(f"[{X.EXPECTATION_ERROR_CLASS}]") and "small" in message
+    assert message.startswith(f"[{expectations.EXPECTATION_ERROR_CLASS}]") and "small" in message
     assert databricks_message(outer, chain[:1]) == outer  # no violation anywhere: the text as it was

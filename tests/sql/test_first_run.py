@@ -1,4 +1,4 @@
-"""First-run safety (issue 10.4): on Databricks the quarantine sink's table is created by its first
+"""First-run safety: on Databricks the quarantine sink's table is created by its first
 write and the event log's history table by the job's first archive, so the observability pipeline's
 first updates can run before either exists. It reads a missing sink as no rows with the sink's
 columns, and a missing history as no history, instead of failing the whole update."""

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from pipelines import insights as I
+from pipelines import insights as run_insights
 from pipelines.local.recovery import interrupted_error
 from pipelines.observability.catalog import by_name
 from tests.eventlog_builders import Update, observability_views, today_at
@@ -145,7 +145,7 @@ case("backlog", "backlog_outpacing_processing", canceled_with_backlog("backlog",
 case("stall", "source_stalled", canceled_without_progress("stall", _start))
 case("stopped", "canceled", canceled_after_progress("stopped", _start))
 case("lost", "compute_lost", failed("lost", _start, LOST))
-case("odd", I.UNKNOWN, failed("odd", _start, ODD))
+case("odd", run_insights.UNKNOWN, failed("odd", _start, ODD))
 for _name, _chain in UNREADABLE.items():
     case(_name, "unreadable_file", failed_after_retry(_name, _start, _chain,
                                                       flow="payments_bronze" if _name == "plain" else "orders_bronze"))
@@ -163,7 +163,7 @@ def test_each_failure_gets_its_category_and_action(insights, update_id):
     category, _ = CASES[update_id]
     row = insights[update_id]
     assert row["category"] == category
-    expected_action = next((r.action for r in I.RULES if r.category == category), I.UNKNOWN_ACTION)
+    expected_action = next((r.action for r in run_insights.RULES if r.category == category), run_insights.UNKNOWN_ACTION)
     assert row["recommended_action"] == expected_action
 
 
@@ -221,8 +221,8 @@ def test_the_cli_classifier_agrees_with_the_view(update_id):
     category, update = CASES[update_id]
     texts = [m for e in update.events if e.get("error") for x in e["error"]["exceptions"] for m in (x["class_name"], x["message"])]
     state = "CANCELED" if update_id in ("backlog", "stall", "stopped") else "FAILED"
-    text = I.facts(state, texts, backlog_growing=update_id == "backlog", no_progress=update_id == "stall")
-    assert I.classify(text)[0] == category
+    text = run_insights.facts(state, texts, backlog_growing=update_id == "backlog", no_progress=update_id == "stall")
+    assert run_insights.classify(text)[0] == category
 
 
 @pytest.mark.parametrize("message, expected", [
@@ -232,8 +232,8 @@ def test_the_cli_classifier_agrees_with_the_view(update_id):
     ("x" * 500, "x" * 300),
 ])
 def test_concise_in_python_and_sql(spark, message, expected):
-    assert I.concise(message) == expected
-    [row] = spark.createDataFrame([(message,)], "m STRING").selectExpr(f"{I.concise_sql('m')} AS c").collect()
+    assert run_insights.concise(message) == expected
+    [row] = spark.createDataFrame([(message,)], "m STRING").selectExpr(f"{run_insights.concise_sql('m')} AS c").collect()
     assert row["c"] == expected
 
 
@@ -241,8 +241,9 @@ def test_run_insights_reads_the_facts_and_messages_as_this_module_writes_them_in
     """transformations/observability/run_insights.sql holds the SQL counterparts written here: the concise
     message, the message of the exception that names an unreadable file, the chain's facts, the markers."""
     sql = by_name("run_insights").sql
-    for expected in (I.concise_sql("i.first_error_text"), I.concise_sql("i.root_cause_message"),
-                     I.concise_sql("coalesce(e.exception_message, e.message)"), I.file_message_sql("c.exceptions"),
-                     I.chain_sql("i.first_error_chain"), f"'{I.STATE_MARKER}'", f"'{I.BACKLOG_GROWING}'",
-                     f"'{I.NO_PROGRESS}'", "JOIN insight_rules"):
+    for expected in (run_insights.concise_sql("i.first_error_text"), run_insights.concise_sql("i.root_cause_message"),
+                     run_insights.concise_sql("coalesce(e.exception_message, e.message)"),
+                     run_insights.file_message_sql("c.exceptions"), run_insights.chain_sql("i.first_error_chain"),
+                     f"'{run_insights.STATE_MARKER}'", f"'{run_insights.BACKLOG_GROWING}'",
+                     f"'{run_insights.NO_PROGRESS}'", "JOIN insight_rules"):
         assert expected in sql, expected

@@ -1,4 +1,4 @@
-"""First-run safety (issue 10.4): the job's prepare_landing task creates each configured table's landing
+"""First-run safety: the job's prepare_landing task creates each configured table's landing
 folder before the ingest update, so a first deploy does not fail on a folder that is not there.
 
 Oracles independent of pipelines/landing.py: the folders on disk (os.path, os.stat), the table list read

@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events
 from pipelines.eventlog.writer import EventLogStream, EventLogWriter
-from pipelines.local import checkpoints as C
+from pipelines.local import checkpoints
 from pipelines.local.home import LocalHome
 from pipelines.local.inflight import FlowRecord
 from pipelines.local.recovery import _record_missing_batches
@@ -26,7 +26,7 @@ def recovered_rows(spark, tmp_path: Path, flow: FlowRecord, update_id: str, logg
     log = f"lw_recovery_{next(LOGS)}"
     counter = itertools.count(1)
     stream = EventLogStream(EventLogWriter(spark, log), lambda n: next(counter), None)
-    origin = E.Origin(pipeline_id="p", pipeline_name="lines", update_id=update_id)
+    origin = events.Origin(pipeline_id="p", pipeline_name="lines", update_id=update_id)
     notes: list = []
     _, found = _record_missing_batches(spark, LocalHome(tmp_path / "home"), flow, origin, {(FLOW, b) for b in logged},
                                        stream, notes)
@@ -59,10 +59,10 @@ def test_a_cut_batch_is_counted_once_by_the_update_that_wrote_it_and_never_by_th
                       if r["operationParameters"].get("epochId") == "2"]
     assert list(cut) == [2] and cut[2] == committed_at.astimezone(cut[2].tzinfo)
     part2 = str(landing / "part-2.txt")
-    states = {s.path: s for s in C.file_states(landing, checkpoint, cut=cut)}
+    states = {s.path: s for s in checkpoints.file_states(landing, checkpoint, cut=cut)}
     assert (states[part2].state, states[part2].commit_time) == ("committed", cut[2])
-    assert {s.path: s for s in C.file_states(landing, checkpoint)}[part2].state == "discovered"
-    assert (C.backlog(landing, checkpoint, cut).files, C.backlog(landing, checkpoint).files) == (0, 1)
+    assert {s.path: s for s in checkpoints.file_states(landing, checkpoint)}[part2].state == "discovered"
+    assert (checkpoints.backlog(landing, checkpoint, cut).files, checkpoints.backlog(landing, checkpoint).files) == (0, 1)
     # Had u1's runner reported the cut batch before it died, the recovery would not report it again, and
     # its file would still be committed at the table's commit.
     again: dict = {}

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from pipelines import adapter
 from pipelines.config import parse_tables
-from pipelines.local import checkpoints as C
+from pipelines.local import checkpoints
 from pipelines.local.file_ledger import FileLedger
 from pipelines.local.file_state import rows_for
 
@@ -85,7 +84,7 @@ def rows_per_file(spark, table, root: Path, checkpoint: Path, sink: Path) -> dic
              .trigger(availableNow=True).start(str(sink)))
     query.awaitTermination(120)
     counted = spark.read.format("delta").load(str(sink)).groupBy("_source_file").count().collect()
-    return {C.to_local_path(r["_source_file"]): r["count"] for r in counted}
+    return {checkpoints.to_local_path(r["_source_file"]): r["count"] for r in counted}
 
 
 def test_file_names_with_glob_characters_and_nested_folders_are_read_once_each(spark, tmp_path):
@@ -123,12 +122,12 @@ def test_clean_source_delete_removes_committed_files_and_the_file_state_keeps_th
     files = write_files(landing, count=3, lines=4)
     table = spec(max_files_per_trigger=1, clean_source="delete", clean_source_retention="8 days")
     ledger = FileLedger(tmp_path / "ledger.json")
-    for f in C.list_landing(landing):  # what the runner does before an update (measure.count_before_delete)
+    for f in checkpoints.list_landing(landing):  # what the runner does before an update (measure.count_before_delete)
         ledger.note_landing("orders_bronze", f.path, f.size, f.modification_time)
     assert run_available_now(spark, table, tmp_path / "landing", tmp_path / "cp") == [4, 4, 4]
     gone = {str(f) for f in files if not f.exists()}
     assert len(gone) == 2
-    states = C.file_states(landing, tmp_path / "cp", "DELETE", None)
+    states = checkpoints.file_states(landing, tmp_path / "cp", "DELETE", None)
     rows = {r[2]: r for r in rows_for("orders", "orders_bronze", states, ledger, {})}
     assert {p for p, r in rows.items() if r[15] == "DELETE"} == gone
     assert {r[8] for r in rows.values()} == {"committed"}

@@ -1,4 +1,4 @@
-"""Table size and file count growth per ingest table (issue 11.5): the job's snapshot task
+"""Table size and file count growth per ingest table: the job's snapshot task
 (pipelines/table_sizes.py, jobs/snapshot_table_sizes.py) and the observability view `table_growth`.
 
 Oracles are independent of the code under test: a table's data files are those Spark itself reads

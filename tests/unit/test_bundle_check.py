@@ -128,7 +128,7 @@ def job_tasks(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_ingest_task_without_the_landing_folders_prepared(copy):
-    """First-run safety (issue 10.4): the ingest update runs after the task that creates the landing
+    """First-run safety: the ingest update runs after the task that creates the landing
     folders; without that dependency, the first update after a deploy fails on a missing folder."""
     rewrite(copy / "resources" / "lakewatch.job.yml", lambda d: job_tasks(d)["ingest"].pop("depends_on"))
     found = messages(copy)

@@ -4,7 +4,6 @@ endpoint it ran on (its event log is there), and a stop is noted on the records 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -9,15 +9,15 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pipelines import adapter
-from pipelines import expectations as X
-from pipelines.eventlog import events as E
+from pipelines import expectations
+from pipelines.eventlog import events as event_builders
 from pipelines.local.capture import BatchProgress
 from pipelines.local.measure import BatchCommit, UpdateCommits
 from pipelines.local.update import metrics
 
 AT = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)
-ORIGIN = E.Origin(pipeline_id="p", pipeline_name="ingest", update_id="u1", flow_name="orders_bronze")
-RULES = (X.warn("has_id", "id IS NOT NULL"), X.drop("positive", "amount > 0"))
+ORIGIN = event_builders.Origin(pipeline_id="p", pipeline_name="ingest", update_id="u1", flow_name="orders_bronze")
+RULES = (expectations.warn("has_id", "id IS NOT NULL"), expectations.drop("positive", "amount > 0"))
 
 
 def qualified(name: str) -> str:
@@ -87,7 +87,7 @@ def test_bytes_written_are_the_batches_and_cut_commits_sum_or_unknown_when_one_i
 
 def test_a_batch_metrics_event_holds_rows_backlog_and_the_targets_expectation_counts():
     counts = {"passed__has_id": 9, "failed__has_id": 1, "passed__positive": 7, "failed__positive": 3,
-              X.DROPPED_METRIC: 3}
+              expectations.DROPPED_METRIC: 3}
     reported = batch("spark_catalog.lakewatch.orders_bronze", 2, 7, quality=counts)
     event = metrics.batch_metrics_event(ORIGIN.replace(batch_id=2), "orders_bronze", "orders_bronze", reported,
                                         a_graph("orders_bronze"), {"backlog_files": 4, "backlog_bytes": 512},
@@ -115,7 +115,7 @@ def test_a_view_refresh_event_counts_its_writes_and_its_expectations():
     commits = UpdateCommits([(AT, {"numOutputRows": "12", "numOutputBytes": "900"}), (AT, {})], before=3,
                             operations=("WRITE", "TRUNCATE"))
     counts = {"passed__has_id": 12, "failed__has_id": 0, "passed__positive": 11, "failed__positive": 1,
-              X.DROPPED_METRIC: 1}
+              expectations.DROPPED_METRIC: 1}
     rules = a_graph("daily").expectations["daily"]
     event = metrics.view_metrics_event(ORIGIN, AT, commits, rules, counts, qualified)
     progress = details(event)

@@ -12,9 +12,9 @@ from urllib.parse import urlparse
 
 from pipelines import adapter
 from pipelines.bundle import PipelineResource
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events
 from pipelines.eventlog.writer import EventLogStream, EventLogWriter
-from pipelines.local import checkpoints as C
+from pipelines.local import checkpoints
 from pipelines.local import inflight, jvm_log, measure
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import short_name
@@ -43,7 +43,7 @@ class UpdateContext:
         self.update_id = str(uuid.uuid4())
         self.started_at = now()
         app_id = self.spark.conf.get("spark.app.id", None)
-        self.origin = E.Origin(
+        self.origin = events.Origin(
             pipeline_id=self.pipeline_id,
             pipeline_name=pipeline.name,
             update_id=self.update_id,
@@ -88,10 +88,10 @@ class UpdateContext:
         """A figure that could not be measured: printed, and a WARN event in the event log."""
         self.say(f"  warning: {measurement} not measured: {reason}")
         origin = self.flow_origin(flow) if flow and self.registry is not None else self.origin
-        self.add(E.measurement_warning(origin, now(), measurement, reason))
+        self.add(events.measurement_warning(origin, now(), measurement, reason))
 
     def update_state(self, state: str, timestamp: datetime | None = None, **kw: Any) -> None:
-        self.add(E.update_progress(self.origin, timestamp or now(), state, **kw))
+        self.add(events.update_progress(self.origin, timestamp or now(), state, **kw))
         self.say(f"  update {self.update_id[:8]} {state}")
 
     def save_record(self) -> None:
@@ -128,7 +128,7 @@ class UpdateContext:
             return self.qualified(flow_short)
         return flow_short
 
-    def flow_origin(self, flow_short: str, batch_id: int | None = None) -> E.Origin:
+    def flow_origin(self, flow_short: str, batch_id: int | None = None) -> events.Origin:
         record = self.flow_records.get(flow_short)
         if record is None:  # not a registered flow (cannot happen for SDP's own flows)
             return self.origin.replace(flow_name=flow_short, batch_id=batch_id)
@@ -161,7 +161,7 @@ class UpdateContext:
             return None
         location = self.graph.sinks[sink].path if sink in self.graph.sinks else None
         if location is not None:
-            return Path(C.to_local_path(location)) if urlparse(location).scheme in ("", "file") else None
+            return Path(checkpoints.to_local_path(location)) if urlparse(location).scheme in ("", "file") else None
         return measure.local_table_dir(self.home.warehouse, self.qualified(table))
 
     def fresh_journal(self) -> Path:

@@ -15,8 +15,8 @@ from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definiti
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph
 
 from pipelines import adapter
-from pipelines.eventlog import events as E
-from pipelines.local import checkpoints as C
+from pipelines.eventlog import events
+from pipelines.local import checkpoints
 from pipelines.local import codegen, engine, inflight, measure, polling
 from pipelines.local.plan_schemas import Session as PlanSession
 from pipelines.local.plan_schemas import plan_key
@@ -71,9 +71,10 @@ class Definitions:
         flows = []
         for flow in ctx.registry.flows.values():
             target, is_sink = ctx.flow_target(flow.name)
-            root = (C.flow_checkpoint_root(ctx.storage, flow.name, short_name(target), ctx.catalog, ctx.schema, is_sink)
+            root = (checkpoints.flow_checkpoint_root(ctx.storage, flow.name, short_name(target), ctx.catalog, ctx.schema,
+                                                     is_sink)
                     if target else None)
-            checkpoint = C.latest_checkpoint(root) if root else None
+            checkpoint = checkpoints.latest_checkpoint(root) if root else None
             flows.append(inflight.FlowRecord(
                 name=flow.name, sdp_name=ctx.sdp_flow_name(flow.name), target=target, is_sink=is_sink,
                 measured=flow.name in graph.measured_flows,
@@ -81,7 +82,7 @@ class Definitions:
                 landing=graph.file_sources.get(flow.name),
                 target_table=ctx.qualified(short_name(target)) if target else None,
                 checkpoint_before=str(checkpoint) if checkpoint else None,
-                batch_before=max(C.committed_batches(checkpoint), default=-1) if checkpoint else -1,
+                batch_before=max(checkpoints.committed_batches(checkpoint), default=-1) if checkpoint else -1,
                 clean_source=graph.clean_sources.get(flow.name, (None, None))[0],
                 archive_dir=graph.clean_sources.get(flow.name, (None, None))[1],
                 record_counter=graph.record_counters.get(flow.name),
@@ -127,16 +128,16 @@ class Definitions:
             fields = schemas.get(output.name)
             if output.dataset_type == "SINK":
                 origin = ctx.origin.replace(sink_name=output.name)
-                ctx.add(E.sink_definition(origin, at, output.format or "delta", output.options))
+                ctx.add(events.sink_definition(origin, at, output.format or "delta", output.options))
                 continue
             rules = ctx.graph.expectations.get(output.name)
             origin = ctx.origin.replace(dataset_name=ctx.qualified(output.name),
                                         table_name=ctx.qualified(output.name) if output.dataset_type != "VIEW" else None)
-            ctx.add(E.dataset_definition(
+            ctx.add(events.dataset_definition(
                 origin, at, output.dataset_type, flows_per_target.get(output.name, 0),
                 expectations=[{"name": e.name, "constraint": e.condition, "action": e.action.value.upper()}
                               for e in (rules.expectations if rules else ())],
-                schema=E.schema_fields(fields) if fields else None,
+                schema=events.schema_fields(fields) if fields else None,
             ))
         for flow in registry.flows.values():
             output = registry.outputs.get(flow.target)
@@ -144,12 +145,12 @@ class Definitions:
             flow_type = {"MATERIALIZED_VIEW": "MATERIALIZED_VIEW", "VIEW": "VIEW"}.get(kind, "APPEND")
             fields = schemas.get(flow.target)
             is_sink = kind == "SINK"
-            ctx.add(E.flow_definition(
+            ctx.add(events.flow_definition(
                 ctx.flow_origin(flow.name), at, flow_type,
                 output_dataset=None if is_sink else ctx.qualified(flow.target),
                 output_sink=flow.target if is_sink else None,
                 input_datasets=[ctx.qualified(d) if ctx.is_table(d) else d for d in flow.input_datasets],
-                schema=E.schema_fields(fields) if fields else None,
+                schema=events.schema_fields(fields) if fields else None,
                 source_code_location=self.source_code_location(flow),
             ))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events
 from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.eventlog.writer import PENDING_ERROR
 from pipelines import cancellation
@@ -103,7 +103,7 @@ class FlowEvents:
 
     def add_flow_event(self, event: SdpEvent) -> None:
         flow = short_name(event.flow or "")
-        row = E.flow_progress(self.ctx.flow_origin(flow), event.timestamp, event.status or "")
+        row = events.flow_progress(self.ctx.flow_origin(flow), event.timestamp, event.status or "")
         if event.status == "FAILED":
             row[PENDING_ERROR] = {"sdp_name": event.flow, "error": event.error,
                                   "fatal": event.final or event.resolution_failure}
@@ -121,10 +121,10 @@ class FlowEvents:
         if not chain and not final:
             return False
         message = databricks_message(pending["error"], chain)
-        infos = [E.ExceptionInfo(c.class_name, message if i == 0 else c.message) for i, c in enumerate(chain)]
+        infos = [events.ExceptionInfo(c.class_name, message if i == 0 else c.message) for i, c in enumerate(chain)]
         if not infos:
-            infos = [E.ExceptionInfo("org.apache.spark.SparkException", message)]
-        row["error"] = E.error(infos, fatal=pending["fatal"])
+            infos = [events.ExceptionInfo("org.apache.spark.SparkException", message)]
+        row["error"] = events.error(infos, fatal=pending["fatal"])
         result = self.state.flow_status.get(pending["sdp_name"])
         if result is not None and chain:
             result.exceptions = list(chain)
@@ -159,5 +159,5 @@ class FlowEvents:
                 f"({state.cancellation.why}).")
             at = now()
             result.status, result.ended_at, result.seen_at = status, at, at
-            ctx.add(E.flow_progress(ctx.flow_origin(flow), at, status, message=message))
+            ctx.add(events.flow_progress(ctx.flow_origin(flow), at, status, message=message))
             ctx.say(f"    {at:%H:%M:%S}  {flow:<40} {status}")

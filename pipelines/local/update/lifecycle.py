@@ -12,7 +12,7 @@ from pyspark.pipelines.spark_connect_pipeline import start_run
 
 from pipelines import cancellation
 from pipelines.bundle import PipelineResource
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events
 from pipelines.eventlog.writer import EventLogStream
 from pipelines.local import inflight, jvm_log, measure
 from pipelines.local.capture import ProgressCollector, session_relay
@@ -51,12 +51,12 @@ class Update:
         refresh = " (full refresh)" if request.full_refresh else (
             f" (full refresh of {', '.join(request.full_refresh_selection)})" if request.full_refresh_selection else "")
         ctx.say(f"pipeline '{ctx.pipeline.name}': starting update {ctx.update_id[:8]}{refresh}")
-        ctx.add(E.create_update(
+        ctx.add(events.create_update(
             ctx.origin, ctx.started_at, cause=request.cause, full_refresh=request.full_refresh,
             full_refresh_selection=request.full_refresh_selection, refresh_selection=request.refresh_selection,
             run_as=user(),
         ))
-        ctx.add(E.user_action(ctx.origin, ctx.started_at, action="START", user_name=user()))
+        ctx.add(events.user_action(ctx.origin, ctx.started_at, action="START", user_name=user()))
         ctx.update_state("INITIALIZING")
         with ctx.clock("initialize"):
             namespace = f"{ctx.catalog}.{ctx.schema}"
@@ -222,12 +222,12 @@ class Update:
             failed = [f for f in state.flow_status.values() if f.status == "FAILED"]
             if failed and failed[0].exceptions:
                 first = databricks_message(failed[0].error, failed[0].exceptions)
-                chain = [E.ExceptionInfo(c.class_name, first if i == 0 else c.message)
+                chain = [events.ExceptionInfo(c.class_name, first if i == 0 else c.message)
                          for i, c in enumerate(failed[0].exceptions)]
             else:
-                chain = [E.ExceptionInfo(type(error).__name__ if error else "UpdateFailed",
-                                         databricks_message(error_text(error)) if error else "a flow failed")]
-            error_struct = E.error(chain, fatal=True)
+                chain = [events.ExceptionInfo(type(error).__name__ if error else "UpdateFailed",
+                                              databricks_message(error_text(error)) if error else "a flow failed")]
+            error_struct = events.error(chain, fatal=True)
         ctx.update_state(
             final_state, ended, error_struct=error_struct,
             cancellation_cause=(state.cancellation or cancellation.Canceled()).cause if final_state == "CANCELED" else None,

@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pipelines import adapter, expectations
-from pipelines.eventlog import events as E
-from pipelines.local import checkpoints as C
+from pipelines.eventlog import events
+from pipelines.local import checkpoints
 from pipelines.local import inflight, measure
 from pipelines.local.capture import BatchProgress, ProgressCollector
 from pipelines.local.registry import RecordedFlow
@@ -50,11 +50,11 @@ class Measurements:
         landing = ctx.graph.file_sources.get(flow)
         if landing is not None:
             try:
-                left = C.backlog(landing, ctx.checkpoint(flow))
+                left = checkpoints.backlog(landing, ctx.checkpoint(flow))
                 extra = {"backlog_files": left.files, "backlog_bytes": left.bytes}
             except OSError as e:
-                ctx.add(E.measurement_warning(ctx.flow_origin(flow, batch.batch_id), batch.ended_at, "backlog",
-                                              f"landing folder not readable: {e}"))
+                ctx.add(events.measurement_warning(ctx.flow_origin(flow, batch.batch_id), batch.ended_at, "backlog",
+                                                   f"landing folder not readable: {e}"))
         if flow in ctx.graph.measured_flows:
             target, _ = ctx.flow_target(flow)
             ctx.add(metrics.batch_metrics_event(ctx.flow_origin(flow, batch.batch_id), flow, target, batch,
@@ -67,7 +67,7 @@ class Measurements:
         for flow in self.ctx.graph.measured_flows:
             cp = self.ctx.checkpoint(flow)
             if cp is not None:
-                found |= {(flow, str(cp), batch) for batch in C.committed_batches(cp)}
+                found |= {(flow, str(cp), batch) for batch in checkpoints.committed_batches(cp)}
         return found
 
     def wait_for_progress(self, timeout: float = 15.0) -> None:
@@ -186,7 +186,7 @@ class Measurements:
         for flow in measured:
             written = metrics.bytes_written(batches[flow], found[flow], self.cut.get(flow, {}))
             if written is not None:
-                ctx.add(E.flow_metrics(ctx.flow_origin(flow), ended[flow], num_output_bytes=written))
+                ctx.add(events.flow_metrics(ctx.flow_origin(flow), ended[flow], num_output_bytes=written))
 
     def add_idle_flow_metrics(self) -> None:
         """A streaming flow that completed without a micro-batch (nothing new upstream) wrote 0 rows and
@@ -203,8 +203,8 @@ class Measurements:
         for flow in metrics.idle_flows(completed, self.collector.snapshot(),
                                        self.committed_now() - self.committed_before):
             result = flow_status[ctx.sdp_flow_name(flow)]
-            ctx.add(E.flow_metrics(ctx.flow_origin(flow), result.ended_at or now(),
-                                   num_output_rows=0, num_output_bytes=0))
+            ctx.add(events.flow_metrics(ctx.flow_origin(flow), result.ended_at or now(),
+                                        num_output_rows=0, num_output_bytes=0))
 
     def add_batch_view_metrics(self) -> None:
         """Materialized views: rows from Delta commit metrics, expectation counts by evaluating the

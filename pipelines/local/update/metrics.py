@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from pipelines import adapter, expectations
-from pipelines.eventlog import events as E
+from pipelines.eventlog import events
 from pipelines.local.capture import BatchProgress
 from pipelines.local.measure import BatchCommit, UpdateCommits
 from pipelines.local.sdp_events import short_name
@@ -32,8 +32,8 @@ def expectation_results(rules: adapter.DatasetExpectations, counts: Mapping[str,
     results = []
     for rule in rules.expectations:
         passed, failed = expectations.metric_names(rule)
-        results.append(E.expectation_result(rule.name, dataset, int(counts.get(passed) or 0),
-                                            int(counts.get(failed) or 0)))
+        results.append(events.expectation_result(rule.name, dataset, int(counts.get(passed) or 0),
+                                                 int(counts.get(failed) or 0)))
     return results
 
 
@@ -46,7 +46,7 @@ def quality(rules: adapter.DatasetExpectations | None, counts: Mapping[str, Any]
     return expectation_results(rules, counts, dataset), counts.get(expectations.DROPPED_METRIC)
 
 
-def batch_metrics_event(origin: E.Origin, flow: str, target: str | None, batch: BatchProgress,
+def batch_metrics_event(origin: events.Origin, flow: str, target: str | None, batch: BatchProgress,
                         graph: adapter.LocalGraph, backlog: Mapping[str, Any],
                         qualified: Callable[[str], str]) -> Event:
     """The METRICS event of one streaming micro-batch of `flow` (short name) into `target`: rows written,
@@ -54,7 +54,7 @@ def batch_metrics_event(origin: E.Origin, flow: str, target: str | None, batch: 
     rules = graph.expectations.get(short_name(target)) if target else None
     counts = batch.observed.get(adapter.dq_metric_name(rules.dataset)) if rules is not None else None
     results, dropped = quality(rules, counts, qualified(rules.dataset)) if rules is not None else (None, None)
-    return E.flow_metrics(
+    return events.flow_metrics(
         origin, batch.ended_at,
         num_output_rows=written_rows(batch, flow), backlog_bytes=backlog.get("backlog_bytes"),
         backlog_files=backlog.get("backlog_files"), dropped_records=dropped, expectations=results,
@@ -83,7 +83,7 @@ def streaming_rows(batches: Iterable[BatchProgress], cut: Mapping[str, Mapping[i
 
 
 def batches_that_wrote(batches: Iterable[BatchProgress], cut: Mapping[str, Mapping[int, BatchCommit]]
-                       ) -> tuple[dict[str, list[int]], dict[str, datetime]]:
+                      ) -> tuple[dict[str, list[int]], dict[str, datetime]]:
     """Per streaming flow (short name) that ran: its reported micro-batches that wrote rows (or an unknown
     count), whose commits hold the bytes it wrote, and when its last micro-batch (or cut commit) ended.
     A trigger that found nothing new committed nothing; a micro-batch that wrote no rows added no file."""
@@ -114,9 +114,9 @@ def bytes_written(batch_ids: Iterable[int], per_batch: Mapping[int, int],
     return sum(per_batch[b] for b in wanted) + sum(c for c in cut_bytes if c is not None)
 
 
-def cut_batch_events(origin_of: Callable[[int], E.Origin], cut: Mapping[int, BatchCommit]) -> list[Event]:
+def cut_batch_events(origin_of: Callable[[int], events.Origin], cut: Mapping[int, BatchCommit]) -> list[Event]:
     """One METRICS event per micro-batch a stop cut, with the rows of its Delta commit, in batch order."""
-    return [E.flow_metrics(origin_of(batch), commit.at, num_output_rows=commit.rows)
+    return [events.flow_metrics(origin_of(batch), commit.at, num_output_rows=commit.rows)
             for batch, commit in sorted(cut.items())]
 
 
@@ -130,7 +130,7 @@ def idle_flows(completed: set[str], batches: Iterable[BatchProgress],
     return sorted(completed - ran - written)
 
 
-def view_metrics_event(origin: E.Origin, at: datetime, commits: UpdateCommits,
+def view_metrics_event(origin: events.Origin, at: datetime, commits: UpdateCommits,
                        rules: adapter.DatasetExpectations | None, counts: Mapping[str, Any] | None,
                        qualified: Callable[[str], str]) -> Event:
     """The METRICS event of a completed materialized view refresh. The refresh overwrites the view in
@@ -139,6 +139,6 @@ def view_metrics_event(origin: E.Origin, at: datetime, commits: UpdateCommits,
     could not be read, or a write lacks the metric, the figure is not known. The expectation counts
     are those of the view's expectations over the input the refresh read (`counts`)."""
     results, dropped = quality(rules, counts, qualified(rules.dataset)) if rules is not None else (None, None)
-    return E.flow_metrics(origin, at, num_output_rows=commits.written("numOutputRows"),
-                          dropped_records=dropped, expectations=results, status="COMPLETED", streaming=False,
-                          num_output_bytes=commits.written("numOutputBytes"))
+    return events.flow_metrics(origin, at, num_output_rows=commits.written("numOutputRows"),
+                               dropped_records=dropped, expectations=results, status="COMPLETED", streaming=False,
+                               num_output_bytes=commits.written("numOutputBytes"))
