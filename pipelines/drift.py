@@ -66,8 +66,6 @@ def _json_path(field: str) -> str:
 def rescued_fields(spark: SparkSession, schema: str, table: TableSpec) -> list[DriftField]:
     """The fields of `table`'s bronze `_rescued_data`, oldest first; DRIFT_NO_BRONZE when the bronze
     table does not exist."""
-    from pyspark.sql import functions as F
-
     bronze = f"{schema}.{table.bronze_name}"
     if not spark.catalog.tableExists(bronze):
         raise LakewatchError("DRIFT_NO_BRONZE", {"table": table.name, "bronze": bronze})
