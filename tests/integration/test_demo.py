@@ -406,3 +406,55 @@ def test_widgets_run_together_give_each_widget_s_own_query_result(demo_home: Pat
     assert sum(n > 0 for n in report["rows"].values()) >= len(report["rows"]) - len(EMPTY_IN_DEMO)
     assert sum(n > 1 for n in report["rows"].values()) >= 20
     assert report["clock"] == ["tp-table-freshness"]  # the only widget allowed the clock's drift
+
+
+# -- the commands the README and docs show, run on the demo's state --------------------------------
+# Verbs that only read the state (or the bundle): each documented command with one of them is run as it
+# is shown. Commands that write (run, job, generate, demo, add-table, drift --apply, engine start/stop)
+# and code blocks over the reader's own files (a `~/...` path in the block) are run elsewhere: the demo and tests/integration/
+# test_own_data.py do the README's steps; tests/unit/test_docs.py parses every command.
+READ_ONLY_VERBS = {"query", "report", "alerts", "check", "drift", "engine"}
+
+
+def documented_read_only_commands() -> list[tuple[str, list[str]]]:
+    from pipelines.cli import build_parser
+    from tests.unit.test_docs import DOCS, SHELL_FENCES, code_blocks, doc_id, shell_commands
+
+    blocks = [(doc_id(path), shell_commands(f"```{info}\n{body}```\n"))
+              for path in DOCS for info, body in code_blocks(path.read_text(encoding="utf-8"))
+              if info in SHELL_FENCES]
+    found = []
+    for where, words in ((where, words) for where, block in blocks
+                         if not any(w.startswith("~") for words in block for w in words) for words in block):
+        if Path(words[0]).name != "lakewatch":
+            continue
+        args = list(words[1:])
+        if {"-h", "--help", "--version"} & set(args):
+            continue
+        if "--home" in args:  # the test's own state folder stands in for the one shown
+            i = args.index("--home")
+            del args[i:i + 2]
+        parsed = build_parser().parse_args(args)
+        if parsed.command not in READ_ONLY_VERBS or getattr(parsed, "apply", None) is not None:
+            continue
+        if parsed.command == "engine" and parsed.action != "status":
+            continue
+        found.append((where, args))
+    return found
+
+
+def test_the_docs_show_read_only_commands_to_run():
+    commands = documented_read_only_commands()
+    assert len(commands) >= 10
+    shown = {next(a for a in args if a in READ_ONLY_VERBS) for _, args in commands}
+    assert shown >= {"query", "report", "alerts", "check", "drift"}
+
+
+@pytest.mark.parametrize("where,args", documented_read_only_commands(), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_documented_command_runs_on_the_demo_state(demo_home: Path, where: str, args: list[str]):
+    """Exit 0, a result on stdout; `alerts --fail-on-trigger` exits 1 on the demo, whose alerts fire."""
+    expect = 1 if "--fail-on-trigger" in args else 0
+    result = Cli(demo_home).run(*args, expect=expect, timeout=300)
+    assert result.stdout.strip() or "status" in args, f"{where}: lakewatch {' '.join(args)} printed no result"
+    if "-o" in args and args[args.index("-o") + 1] == "json" or "--json" in args:
+        json.loads(result.stdout)
