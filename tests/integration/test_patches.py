@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.local import cds, engine, patches
+from pipelines.local import engine, patches
+from pipelines.local.processes import child_pids
 from pipelines.local.home import LocalHome
 from tests.integration.helpers import Cli
 
@@ -23,7 +24,7 @@ def jvm_command_line(home: Path) -> str:
     """The command line of the engine's JVM (the engine process's child running java)."""
     info = engine.read_info(LocalHome(home))
     assert info is not None, f"no engine recorded for {home}"
-    for pid in cds.child_pids(info.pid):
+    for pid in child_pids(info.pid):
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         if "java" in command.split(" ", 1)[0]:
             return command
