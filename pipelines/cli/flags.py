@@ -22,26 +22,25 @@ AFTER_VERB = "_after_verb_"
 
 
 # -- flag types: argparse reports their ArgumentTypeError as "argument --x: <message>", exit 2 -------
-def positive_int(text: str) -> int:
-    """A whole number of at least 1."""
+def _whole_number(text: str, minimum: int) -> int:
+    """`text` as a whole number of at least `minimum`, or the reason it is not."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+        value = None
+    if value is None or value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1."""
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """A whole number of at least 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
-    return value
+    return _whole_number(text, 0)
 
 
 def name_list(text: str) -> tuple[str, ...]:
