@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from pipelines.cli import error_paragraph, main
 from pipelines.errors import LakewatchError
+from tests.project_copy import engineless_project
 
 
 def lakewatch(tmp_path, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
@@ -75,28 +75,7 @@ def test_a_locked_catalog_is_explained():
 def bundle_copy(tmp_path, project_root, monkeypatch):
     """A copy of the project's bundle in tmp_path that `main` runs on. Starting the engine fails the
     test; every LocalProject `main` creates is kept, to check its engine was never started."""
-    from pipelines.local import project as project_module
-
-    root = tmp_path / "project"
-    root.mkdir()
-    for name in ("databricks.yml", "lakewatch.local.yml"):
-        shutil.copy(project_root / name, root / name)
-    for name in ("resources", "conf", "jobs"):
-        shutil.copytree(project_root / name, root / name)
-    created = []
-
-    class Project(project_module.LocalProject):
-        def __init__(self, **kwargs):
-            super().__init__(root=root, **kwargs)
-            created.append(self)
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("the engine was started")
-
-    monkeypatch.setattr(project_module, "LocalProject", Project)
-    monkeypatch.setattr("pipelines.local.connection.connect_local", no_engine)
-    monkeypatch.setattr("pipelines.local.connection.connect_remote", no_engine)
-    monkeypatch.delenv("LAKEWATCH_HOME", raising=False)
+    root, created = engineless_project(tmp_path, project_root, monkeypatch, ("resources", "conf", "jobs"))
     copy = SimpleNamespace(root=root, home=tmp_path / "home", created=created)
     copy.edit = lambda name, old, new: _edit(root / name, old, new)
     copy.landing = lambda *tables: [(copy.home / "landing" / t).mkdir(parents=True) for t in tables]

@@ -5,39 +5,19 @@ names, writing nothing; the demo refuses a state folder it did not make, removin
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from pipelines.cli import main
+from tests.project_copy import engineless_project
 
 
 @pytest.fixture
 def project(tmp_path: Path, project_root: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
-    from pipelines.local import project as project_module
-
-    root = tmp_path / "project"
-    root.mkdir()
-    for name in ("databricks.yml", "lakewatch.local.yml"):
-        shutil.copy(project_root / name, root / name)
-    for name in ("resources", "conf", "jobs", "transformations", "dashboards"):
-        shutil.copytree(project_root / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    created = []
-
-    class Project(project_module.LocalProject):
-        def __init__(self, **kwargs):
-            super().__init__(root=root, **kwargs)
-            created.append(self)
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("the engine was started")
-
-    monkeypatch.setattr(project_module, "LocalProject", Project)
-    monkeypatch.setattr("pipelines.local.connection.connect_local", no_engine)
-    monkeypatch.setattr("pipelines.local.connection.connect_remote", no_engine)
-    monkeypatch.delenv("LAKEWATCH_HOME", raising=False)
+    root, created = engineless_project(tmp_path, project_root, monkeypatch,
+                                       ("resources", "conf", "jobs", "transformations", "dashboards"))
     yield SimpleNamespace(root=root, home=tmp_path / "home", tables=root / "conf" / "tables.yml", tmp=tmp_path)
     assert created and all(p._local is None for p in created)
 
