@@ -41,18 +41,24 @@ class Definition:
     line: int  # the statement's first line in its file (1-based)
 
     def reads(self) -> list[tuple[str, bool]]:
-        """(name, read as a stream) of every relation the query reads by name, in order, without its
-        common table expressions."""
-        ctes = {m.group(1).lower() for m in _CTE.finditer(_without_literals(self.query))}
-        found: list[tuple[str, bool]] = []
-        for m in _READS.finditer(_without_literals(self.query)):
-            name = m.group("stream") or m.group("bare") or m.group("table")
-            if name.lower() in ctes or name.startswith("("):
-                continue
-            item = (name, m.group("stream") is not None or m.group("bare") is not None)
-            if item not in found:
-                found.append(item)
-        return found
+        """(name, read as a stream) of every relation the query reads by name (`relation_reads`)."""
+        return relation_reads(self.query)
+
+
+def relation_reads(query: str) -> list[tuple[str, bool]]:
+    """(name, read as a stream) of every relation a query reads by name, in order, without its common
+    table expressions."""
+    text = without_function_from(without_literals(query))
+    ctes = {m.group(1).lower() for m in _CTE.finditer(text)}
+    found: list[tuple[str, bool]] = []
+    for m in _READS.finditer(text):
+        name = m.group("stream") or m.group("bare") or m.group("table")
+        if name.lower() in ctes or name.startswith("("):
+            continue
+        item = (name, m.group("stream") is not None or m.group("bare") is not None)
+        if item not in found:
+            found.append(item)
+    return found
 
 
 def literal(text: str) -> str:
@@ -64,7 +70,7 @@ def _unquote(text: str) -> str:
     return text[1:-1].replace("''", "'")
 
 
-def _without_literals(text: str) -> str:
+def without_literals(text: str) -> str:
     """`text` with string literals emptied and `--` comments removed, so words inside them are not read."""
     out: list[str] = []
     i = 0
@@ -92,6 +98,28 @@ def _without_literals(text: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+_FROM_ARGUMENT = re.compile(r"\b(?:trim|extract|substring|substr|overlay|position|date_part)\s*\(", re.IGNORECASE)
+
+
+def without_function_from(text: str) -> str:
+    """`text` (without literals) with the FROM and IN keywords of function arguments blanked out
+    (`trim(BOTH ' ' FROM x)`, `extract(HOUR FROM at)`, `position('a' IN b)`), which read no relation;
+    a subquery inside such a call keeps its own FROM."""
+    chars = list(text)
+    for m in _FROM_ARGUMENT.finditer(text):
+        depth = 0
+        for i in range(m.end() - 1, len(text)):
+            c = text[i]
+            depth += c == "("
+            depth -= c == ")"
+            if depth == 0:
+                break
+            if depth == 1 and re.match(r"\b(?:FROM|IN)\b", text[i:i + 5], re.IGNORECASE) and not text[i - 1:i].isalnum():
+                width = 4 if text[i:i + 4].upper() == "FROM" else 2
+                chars[i:i + width] = " " * width
+    return "".join(chars)
 
 
 def split_top_level(text: str, separator: str = ",") -> list[str]:

@@ -243,6 +243,15 @@ def flow_progress(
                  error_struct=error_struct, **seq)
 
 
+def planning_information(origin: Origin, timestamp: datetime, message: str,
+                         techniques: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How a materialized view is refreshed in this update: each maintenance technique considered
+    (`MAINTENANCE_TYPE_NO_OP`, `MAINTENANCE_TYPE_COMPLETE_RECOMPUTE`, ...), which one is chosen, and the
+    incrementalization issues that ruled the others out."""
+    return event(event_schema.PLANNING_INFORMATION, origin, timestamp, message,
+                 {"technique_information": [dict(t) for t in techniques]})
+
+
 def expectation_result(name: str, dataset: str, passed: int, failed: int) -> dict[str, Any]:
     return {"name": name, "dataset": dataset, "passed_records": passed, "failed_records": failed}
 

@@ -123,6 +123,7 @@ DATASET_DEFINITION = "dataset_definition"
 FLOW_DEFINITION = "flow_definition"
 SINK_DEFINITION = "sink_definition"
 FLOW_PROGRESS = "flow_progress"
+PLANNING_INFORMATION = "planning_information"
 OPERATION_PROGRESS = "operation_progress"
 
 TERMINAL_UPDATE_STATES = ("COMPLETED", "FAILED", "CANCELED")

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import pyspark.sql.connect.proto as pb2
 
-from pipelines.local.registry import proto_children
+from pipelines.local.flow_inputs import proto_children
 
 FORMAT_VERSION = 2
 MAX_ENTRIES = 64  # distinct plans kept; a plan changes only with the code or the configuration

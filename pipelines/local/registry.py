@@ -11,6 +11,7 @@ engine's, as the adapter gives a Python-declared dataset's (`engine_for(spark).t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,6 +31,8 @@ from pyspark.sql.types import StructType
 
 from pipelines import sqldefs
 from pipelines.adapter import Engine, engine_for
+from pipelines.local import flow_inputs
+from pipelines.local.flow_inputs import Inputs, proto_children
 
 DATASET_TYPES = {
     StreamingTable: "STREAMING_TABLE",
@@ -51,6 +54,7 @@ class RecordedOutput:
     comment: str | None
     format: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    definition: str = ""  # what declares the dataset's table (columns, properties, ...), as text
     registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
 
@@ -66,6 +70,8 @@ class RecordedFlow:
     source_line: int | None = None
     registered_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     query: str | None = None  # a SQL flow's query text
+    definition: str | bytes = b""  # the flow's query as registered (SQL text, or its Connect plan)
+    inputs: Inputs = field(default_factory=Inputs)  # what its query reads (`flow_inputs`)
 
 
 @dataclass
@@ -88,26 +94,6 @@ class SqlViewQuery:
         for name in bound:
             text = re.sub(rf"(?<![\w.{{]){name}(?![\w.}}])", "{" + name + "}", text)
         return self.spark.sql(text, **bound).schema
-
-
-def _is_repeated(descriptor: Any) -> bool:
-    repeated = getattr(descriptor, "is_repeated", None)  # protobuf >= 6 replaced `label`
-    if repeated is not None:
-        return bool(repeated() if callable(repeated) else repeated)
-    return bool(descriptor.label == descriptor.LABEL_REPEATED)
-
-
-def proto_children(message: Any) -> list[Any]:
-    """The messages directly inside a protobuf message (a Connect plan node), in field order."""
-    found: list[Any] = []
-    for descriptor, value in message.ListFields():
-        if descriptor.message_type is None:
-            continue
-        if _is_repeated(descriptor):
-            found.extend(item for item in value if hasattr(item, "ListFields"))
-        else:
-            found.append(value)
-    return found
 
 
 def read_tables(message: Any) -> list[tuple[str | None, bool]]:
@@ -135,7 +121,8 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
     def register_output(self, output: Output) -> None:
         super().register_output(output)
         dataset_type = next((v for k, v in DATASET_TYPES.items() if isinstance(output, k)), type(output).__name__)
-        recorded = RecordedOutput(output.name, dataset_type, output.comment)
+        recorded = RecordedOutput(output.name, dataset_type, output.comment, definition=repr(
+            {k: v for k, v in sorted(vars(output).items()) if k != "source_code_location"}))
         if isinstance(output, Sink):
             recorded.format = output.format
             recorded.options = dict(output.options)
@@ -172,6 +159,8 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
             relation=relation,
             source_file=getattr(flow.source_code_location, "filename", None),
             source_line=getattr(flow.source_code_location, "line_number", None),
+            definition=flow_inputs.relation_text(relation) + repr(sorted(flow.spark_conf.items())).encode(),
+            inputs=flow_inputs.relation_inputs(relation),
         )
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
@@ -196,8 +185,9 @@ def sql_records(text: str, source_file: Path, substitute: Callable[[str], str]) 
     outputs, flows = [], []
     for definition in sqldefs.parse_file(text):
         dataset_type = SQL_DATASET_TYPES[definition.kind]
+        declared = substitute(repr(dataclasses.replace(definition, line=0)))
         outputs.append(RecordedOutput(definition.name, dataset_type, definition.comment,
-                                      format="delta" if dataset_type != "VIEW" else None))
+                                      format="delta" if dataset_type != "VIEW" else None, definition=declared))
         reads = [(substitute(name), streaming) for name, streaming in definition.reads()]
         flows.append(RecordedFlow(
             name=definition.name,
@@ -208,6 +198,8 @@ def sql_records(text: str, source_file: Path, substitute: Callable[[str], str]) 
             source_file=str(source_file),
             source_line=definition.line,
             query=definition.query,
+            definition=substitute(definition.query),
+            inputs=flow_inputs.sql_inputs(substitute(definition.query)),
         ))
     return outputs, flows
 

@@ -83,7 +83,21 @@ def trust(spark, tmp_path_factory) -> Trust:
     t.appended = str(appended)
     update()
     snapshot(cli, t, "bad batch")
+    snapshot(cli, t, "nothing new")
     return t
+
+
+def planning_events(trust: Trust, refresh: str) -> dict[str, list[dict]]:
+    """Each view's techniques in the refresh's planning_information event."""
+    return {r["flow"]: json.loads(r["details"])["planning_information"]["technique_information"] for r in trust.tables.sql(
+        "SELECT origin.flow_name AS flow, details FROM {log} WHERE event_type = 'planning_information' "
+        f"AND origin.update_id = '{refresh}'", log="lakewatch_observability_event_log").collect()}
+
+
+def planned_techniques(trust: Trust, refresh: str) -> dict[str, str]:
+    """The technique each view's planning_information event of the refresh chose."""
+    return {flow: next(t["maintenance_type"] for t in techniques if t["is_chosen"])
+            for flow, techniques in planning_events(trust, refresh).items()}
 
 
 # Minutes of history: the week-over-week duration trend cannot be measured yet (UNKNOWN, never OK).
@@ -138,7 +152,7 @@ def test_each_refresh_replaces_each_materialized_view_in_one_commit(trust):
     (Open-source SDP as shipped truncates every view while it sets up tables and appends when the
     view's flow runs: a reader saw `update_status` empty for tens of seconds.)"""
     views = [t.name for t in TABLES if t.kind == "materialized_view"]
-    assert len(trust.refreshes) == 3 and len(views) > 20
+    assert len(trust.refreshes) == 4 and len(views) > 20
     written = {(r["update_id"], r["flow"].rsplit(".", 1)[-1]): r["rows"] for r in trust.tables.sql(
         "SELECT origin.update_id, origin.flow_name AS flow, "
         "get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS rows FROM {log} "
@@ -148,10 +162,12 @@ def test_each_refresh_replaces_each_materialized_view_in_one_commit(trust):
         history = trust.tables.spark.sql(f"DESCRIBE HISTORY delta.`{trust.tables.path(view)}`").select(
             "operation", "operationParameters", "operationMetrics", "userMetadata").collect()
         assert "TRUNCATE" not in {c["operation"] for c in history}, view
-        for refresh in trust.refreshes[1:]:
+        for refresh in trust.refreshes[1:3]:
             mine = [(c["operation"], c["operationParameters"]["mode"]) for c in history
                     if c["userMetadata"] == commit_tag(refresh)]
-            if not mine:  # nothing to replace: the view never held a row
+            if planned_techniques(trust, refresh)[view] == "MAINTENANCE_TYPE_NO_OP":  # inputs unchanged
+                assert not mine and written[(refresh, view)] == "0", view
+            elif not mine:  # nothing to replace: the view never held a row
                 untouched.add(view)
                 assert trust.tables.table(view).count() == 0, view
                 assert not any(int((c["operationMetrics"] or {}).get("numOutputRows") or 0) for c in history), view
@@ -159,3 +175,26 @@ def test_each_refresh_replaces_each_materialized_view_in_one_commit(trust):
             else:
                 assert mine == [("WRITE", "Overwrite")], view
     assert len(untouched) < len(views) / 2, untouched  # most views hold rows here
+
+
+def test_a_refresh_with_nothing_new_recomputes_only_what_reads_the_clock(trust):
+    """Nothing was ingested between the last two refreshes: as Databricks does, each materialized view
+    whose inputs did not change is planned NO_OP and not written (Delta's own history of each view has
+    no commit of that refresh), and only health_metrics, which reads the clock, is recomputed; each
+    view's planning_information event says which."""
+    last, before = trust.refreshes[-1], trust.refreshes[-2]
+    planned = planning_events(trust, last)
+    chosen = planned_techniques(trust, last)
+    views = {t.name for t in TABLES if t.kind == "materialized_view"}
+    assert set(chosen) == views
+    assert {v for v, technique in chosen.items() if technique != "MAINTENANCE_TYPE_NO_OP"} == {"health_metrics"}
+    [issue] = next(t for t in planned["health_metrics"] if not t["is_chosen"])["incrementalization_issues"]
+    assert issue["issue_type"] == "PLAN_NOT_DETERMINISTIC"
+    for view in views:
+        tags = {c["userMetadata"] for c in trust.tables.spark.sql(
+            f"DESCRIBE HISTORY delta.`{trust.tables.path(view)}`").select("userMetadata").collect()}
+        assert (commit_tag(last) in tags) == (view == "health_metrics"), view
+    # the same alerts as after the refresh that recomputed everything over the same inputs
+    assert trust.alerts["nothing new"] == trust.alerts["bad batch"]
+    assert trust.latency["nothing new"] == trust.latency["bad batch"]
+    assert before != last

@@ -66,6 +66,9 @@ class UpdateContext:
         self.graph_id: str | None = None
         self.registered_at: datetime = self.started_at
         self.flow_records: dict[str, inflight.FlowRecord] = {}
+        # materialized views whose inputs did not change since their last refresh (`planning`): left out
+        # of SDP's run, COMPLETED without a write
+        self.unchanged_views: frozenset[str] = frozenset()
         self.record = inflight.InFlightUpdate(
             update_id=self.update_id, pipeline_key=pipeline.key, pipeline_name=pipeline.name,
             pipeline_id=self.pipeline_id, catalog=self.catalog, schema=self.schema,

@@ -4,6 +4,7 @@ chain of a FAILED event, and the final status of the flows a stop left open."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,10 +32,23 @@ class FlowEvents:
 
     def on_sdp_event(self, event: SdpEvent) -> None:
         """One event of SDP's stream, through the gate for streaming flows' COMPLETED events."""
+        if event.status == "EXCLUDED" and event.flow and short_name(event.flow) in self.ctx.unchanged_views:
+            event = dataclasses.replace(event, status="COMPLETED")  # left out because unchanged: up to date
         with self.state.events_lock:
             before = self.state.flow_status.get(event.flow) if event.flow else None
             for passed in self.gate.offer(event, before.status if before else None):
                 self.apply(passed)
+
+    def complete_unchanged(self) -> None:
+        """The materialized views planned NO_OP that SDP's run did not report (or that no run was
+        needed for) are COMPLETED: their tables hold what a refresh would write."""
+        ctx = self.ctx
+        with self.state.events_lock:
+            for name in sorted(ctx.unchanged_views):
+                flow = ctx.sdp_flow_name(name)
+                current = self.state.flow_status.get(flow)
+                if current is None or current.status not in TERMINAL_FLOW_STATES:
+                    self.apply(SdpEvent(now(), f"Flow '{flow}' has COMPLETED.", flow=flow, status="COMPLETED"))
 
     def query_ended(self, query_name: str, exception: str | None) -> None:
         """The client listener saw a streaming flow's query end: a COMPLETED held for it is applied
@@ -99,6 +113,8 @@ class FlowEvents:
         if event.status in ("COMPLETED", "FAILED", "SKIPPED", "EXCLUDED", "RUNNING"):
             detail = (f": {one_line(databricks_message(event.error))[:200]}"
                       if event.status == "FAILED" and event.error else "")
+            if event.status == "COMPLETED" and short_name(event.flow) in ctx.unchanged_views:
+                detail = " (unchanged: NO_OP)"
             ctx.say(f"    {event.timestamp:%H:%M:%S}  {short_name(event.flow):<40} {event.status}{detail}")
 
     def add_flow_event(self, event: SdpEvent) -> None:

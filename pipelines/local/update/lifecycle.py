@@ -21,6 +21,7 @@ from pipelines.local.update.context import UpdateContext
 from pipelines.local.update.definitions import Definitions
 from pipelines.local.update.flow_events import FlowEvents
 from pipelines.local.update.measurements import Measurements
+from pipelines.local.update import planning
 from pipelines.local.update.messages import databricks_message, error_text, one_line, user
 from pipelines.local.update.stopping import Stopping
 from pipelines.local.update.types import UpdateHost, UpdateRequest, UpdateResult, now
@@ -36,6 +37,7 @@ class Update:
         self.flow_events = FlowEvents(ctx, on_running=self.definitions.write)
         self.stopping = Stopping(ctx)
         self.measurements = Measurements(ctx)
+        self.refresh = planning.RefreshPlan()
         ctx.stream = self.stream = EventLogStream(
             ctx.writer, lambda count: runner.state.next_sequence(pipeline.name, count), ctx.app_id,
             on_error=lambda text: ctx.say(f"  warning: event log write failed (retried): {text}"),
@@ -86,6 +88,8 @@ class Update:
                 for note in notes:
                     ctx.say(f"  note: table '{table}': {note}")
             measure.count_before_delete(ctx.flow_records.values(), inflight.ledger_path(ctx.home, ctx.pipeline.name))
+            with ctx.clock("plan refreshes"):
+                self.plan_refreshes()
             if request.full_refresh or request.full_refresh_selection:
                 ctx.update_state("RESETTING")
             ctx.update_state("SETTING_UP_TABLES")
@@ -117,6 +121,22 @@ class Update:
             timings=list(ctx.clock.spans),
             canceled=state.cancellation or state.late_cancellation,
         )
+
+    def plan_refreshes(self) -> None:
+        """Which materialized views this update recomputes (`planning`), with a planning_information
+        event each; a plan that cannot be made recomputes them all, as SDP would."""
+        ctx = self.ctx
+        try:
+            self.refresh = planning.plan(ctx)
+        except Exception as e:  # noqa: BLE001 (without a plan every view is recomputed: slower, never stale)
+            ctx.warn("refresh planning", one_line(error_text(e)))
+            self.refresh = planning.RefreshPlan()
+        ctx.unchanged_views = frozenset(self.refresh.skipped)
+        for view in self.refresh.views.values():
+            ctx.add(planning.planning_event(ctx, view))
+        if ctx.unchanged_views:
+            ctx.say(f"  {len(ctx.unchanged_views)} of {len(self.refresh.views)} materialized views unchanged since "
+                    "their last refresh: not recomputed (NO_OP)")
 
     def execute(self) -> None:
         ctx, state, measurements = self.ctx, self.state, self.measurements
@@ -151,6 +171,8 @@ class Update:
                     logged = jvm_log.flow_outcomes(jvm_log.read_since(ctx.local.log_file, ctx.log_offset),
                                                    since=ctx.started_at)
                     self.flow_events.settle(logged)
+                    if state.cancellation is None:
+                        self.flow_events.complete_unchanged()
                 except Exception as e:  # noqa: BLE001 (a measurement; the run's own outcome stands)
                     ctx.warn("lost flow events", one_line(error_text(e)))
                 # Not under events_lock: the listener thread holds the relay's lock while it waits for it.
@@ -165,13 +187,17 @@ class Update:
         """SDP's run of the graph, applying its events as they come. Its operation carries the update's
         tag (thread-local: this thread's operations only), so that a stop can interrupt it alone."""
         ctx, request = self.ctx, self.ctx.request
+        selection = self.refresh.selection
+        if selection == () and not request.full_refresh_selection:  # every table unchanged: nothing to run
+            self.flow_events.complete_unchanged()
+            return
         ctx.spark.addTag(ctx.run_tag)
         try:
             results = start_run(
                 ctx.spark, ctx.graph_id,
                 full_refresh=list(request.full_refresh_selection),
                 full_refresh_all=request.full_refresh,
-                refresh=list(request.refresh_selection),
+                refresh=list(selection if selection is not None else request.refresh_selection),
                 dry=False, storage=ctx.storage.as_uri(),
             )
             for result in results:
@@ -182,6 +208,12 @@ class Update:
                 self.flow_events.on_sdp_event(parse(timestamp, raw.message))
         finally:
             ctx.spark.removeTag(ctx.run_tag)
+
+    def record_refreshes(self) -> None:
+        ctx = self.ctx
+        completed = {name for name in self.refresh.views
+                     if getattr(self.state.flow_status.get(ctx.sdp_flow_name(name)), "status", None) == "COMPLETED"}
+        planning.record(ctx, self.refresh, completed)
 
     def finish(self, final_state: str, error: BaseException | None) -> tuple[str, datetime, BaseException | None]:
         """Closes the update: each measurement of the close (one failing does not stop the others), the
@@ -209,6 +241,7 @@ class Update:
                 ("materialized view metrics", measurements.add_batch_view_metrics),
                 ("backlog at the end of the update", measurements.add_backlog_at_end),
                 ("file state", measurements.write_file_state),
+                ("what the refreshed views read", self.record_refreshes),
             ]
             for name, step in steps:
                 try:

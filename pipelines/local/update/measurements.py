@@ -218,6 +218,11 @@ class Measurements:
             result = flow_status.get(ctx.sdp_flow_name(flow.name))
             if output is not None and output.dataset_type == "MATERIALIZED_VIEW" and result is not None \
                     and result.status == "COMPLETED":
+                if flow.target in ctx.unchanged_views:  # not recomputed: nothing written, nothing evaluated
+                    ctx.add(events.flow_metrics(ctx.flow_origin(flow.name), result.ended_at or now(), num_output_rows=0,
+                                                num_output_bytes=0, status="COMPLETED", streaming=False))
+                    result.rows_written = 0
+                    continue
                 refreshed.append(flow)
         # From the Delta logs where they are on this machine, rather than DESCRIBE HISTORY of each view.
         history = in_parallel(lambda f: measure.update_commits(ctx.spark, ctx.qualified(f.target), ctx.update_id,
