@@ -37,6 +37,14 @@ def stop_engines() -> None:
         engine.stop(LocalHome(home))
 
 
+def forget_refreshes(home: Path) -> None:
+    """Removes what the local runner recorded of each view's last refresh (`state/refreshes/`), so that
+    the next refresh recomputes every view rather than planning unchanged ones NO_OP: for a test that
+    needs a refresh with work under way (to stop it, or to make its views fail)."""
+    for path in (home / "state" / "refreshes").glob("*.json"):
+        path.unlink()
+
+
 @dataclass
 class Cli:
     home: Path

@@ -27,7 +27,7 @@ from pipelines.eventlog.schema import TERMINAL_FLOW_STATES
 from pipelines.local import inflight
 from pipelines.local.home import LocalHome
 from pipelines.generator import Mix, generate_batch, load_column_settings
-from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env, local_path, project_tables
+from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env, forget_refreshes, local_path, project_tables
 
 pytestmark = pytest.mark.integration
 
@@ -170,7 +170,8 @@ def stop_a_refresh_midway(home: Path, conf: tuple[str, ...], signum: int, at: re
                           then: tuple[re.Pattern, int] | None = None) -> Stopped:
     """Starts an observability refresh and sends its runner `signum` once its first view completed (or
     once a line matches `at`), while the engine runs its other flows; then, if `then` is given, its
-    signal once a line matches its pattern."""
+    signal once a line matches its pattern. Every view is recomputed (`forget_refreshes`)."""
+    forget_refreshes(home)
     refresh = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "run", "lakewatch_observability", *conf],
                                cwd=PROJECT_ROOT, env=cli_env(home), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
@@ -374,6 +375,7 @@ def vanished(interrupted):
     away = home / "vanished"
     away.mkdir()
     moved = [p.rename(away / p.name) for p in bronze.glob("*.parquet")]
+    forget_refreshes(home)  # bronze's Delta log is unchanged: the views would be NO_OP otherwise
     try:
         refresh = Cli(home).run("run", "lakewatch_observability", "--refresh", ",".join(VANISHED_REFRESH),
                                 *interrupted.conf, expect=1)

@@ -89,7 +89,8 @@ def trust(spark, tmp_path_factory) -> Trust:
 
 def planning_events(trust: Trust, refresh: str) -> dict[str, list[dict]]:
     """Each view's techniques in the refresh's planning_information event."""
-    return {r["flow"]: json.loads(r["details"])["planning_information"]["technique_information"] for r in trust.tables.sql(
+    return {r["flow"].rsplit(".", 1)[-1]: json.loads(r["details"])["planning_information"]["technique_information"]
+            for r in trust.tables.sql(
         "SELECT origin.flow_name AS flow, details FROM {log} WHERE event_type = 'planning_information' "
         f"AND origin.update_id = '{refresh}'", log="lakewatch_observability_event_log").collect()}
 
