@@ -222,8 +222,8 @@ PUBLISHED: tuple[ObservabilityTable, ...] = tuple(t for t in TABLES if not t.tem
 REPORTED: tuple[ObservabilityTable, ...] = tuple(t for t in PUBLISHED if not t.intermediate)
 
 HEALTH_METRIC_NAMES = (
-    "errors_today", "failed_updates_today", "last_update_failed", "last_update_duration_seconds",
-    "last_update_duration_vs_median", "rows_last_update", "hours_since_rows_ingested", "lowest_pass_rate_today", "backlog_files",
+    "errors_last_24h", "failed_updates_last_24h", "last_update_failed", "last_update_duration_seconds",
+    "last_update_duration_vs_median", "rows_last_update", "hours_since_rows_ingested", "lowest_pass_rate_last_24h", "backlog_files",
     "backlog_bytes", "backlog_growth_streak", "duration_week_over_week_change", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
     "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "tables_without_rows", "metrics_missing",
     "files_not_reconciled",

@@ -243,7 +243,7 @@ def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home,
     assert [a["alert"] for a in report if a["state"] == "ERROR"] == []
     triggered = {a["alert"] for a in report if a["state"] == "TRIGGERED"}
     # The demo's data is dirty by design and one update failed today.
-    assert {"lakewatch_errors_today", "lakewatch_quarantine_growing", "lakewatch_schema_drift"} <= triggered
+    assert {"lakewatch_errors_24h", "lakewatch_quarantine_growing", "lakewatch_schema_drift"} <= triggered
     assert "lakewatch_update_failed" not in triggered and "lakewatch_stalled" not in triggered
     # Rows arrived minutes ago, and every micro-batch reported its count: measured, and no page.
     assert {a["alert"]: a["state"] for a in report}["lakewatch_no_rows"] == "OK"

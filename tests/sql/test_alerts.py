@@ -212,7 +212,7 @@ def after_full_refresh_documented_only() -> Inputs:
 SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     # alert key: (a scenario that triggers it, a healthy one that does not)
     "lakewatch_update_failed": (failed_last, failed_then_recovered),
-    "lakewatch_errors_today": (failed_then_recovered, healthy),
+    "lakewatch_errors_24h": (failed_then_recovered, healthy),
     "lakewatch_slow_update": (degraded, healthy),
     "lakewatch_low_pass_rate": (degraded, healthy),
     "lakewatch_no_rows": (no_rows, idle_after_recent_rows),

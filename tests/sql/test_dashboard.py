@@ -280,7 +280,7 @@ def test_widget_queries_group_order_and_count_like_lakeview(session):
 def test_the_health_table_lists_the_figures_not_measured_first_each_with_why(session):
     """On the real dashboard: what is UNKNOWN (NULL, never shown as healthy) comes first, with its reason."""
     checked = datetime(2026, 11, 3, 12, 0)
-    session.createDataFrame([("backlog_files", 0.0, None, checked), ("errors_today", 2.0, None, checked),
+    session.createDataFrame([("backlog_files", 0.0, None, checked), ("errors_last_24h", 2.0, None, checked),
                              ("rows_last_update", None, "rows not known for: orders_bronze", checked)],
                             "metric_name STRING, metric_value DOUBLE, reason STRING, checked_at TIMESTAMP") \
         .createOrReplaceTempView("health_metrics")
@@ -290,7 +290,7 @@ def test_the_health_table_lists_the_figures_not_measured_first_each_with_why(ses
         {"name": "p", "displayName": "p", "pageType": "PAGE_TYPE_CANVAS", "layout": [layout]}]})
     rows = run_widgets(session, alone)["run-health-metrics"].records()
     assert [(r["metric_name"], r["reason"]) for r in rows] == [
-        ("rows_last_update", "rows not known for: orders_bronze"), ("backlog_files", None), ("errors_today", None)]
+        ("rows_last_update", "rows not known for: orders_bronze"), ("backlog_files", None), ("errors_last_24h", None)]
 
 
 def test_page_shows_each_widget_with_its_rows_legend_and_formatting(session):

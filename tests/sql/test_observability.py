@@ -325,15 +325,15 @@ def test_the_content_hash_ignores_file_and_time_columns_only(spark, tmp_path):
 def test_health_metrics_after_the_scenario(scenario):
     metrics = dict(rows(scenario, "SELECT metric_name, metric_value FROM health_metrics"))
     assert set(metrics) == set(HEALTH_METRIC_NAMES)
-    assert metrics["errors_today"] == 2
-    assert metrics["failed_updates_today"] == 1
+    assert metrics["errors_last_24h"] == 2
+    assert metrics["failed_updates_last_24h"] == 1
     assert metrics["last_update_failed"] == 0  # u4, the latest, completed
     assert metrics["last_update_duration_seconds"] == 5
     assert metrics["last_update_duration_vs_median"] == pytest.approx(5 / 60)  # median of the earlier completed: u1
     assert metrics["rows_last_update"] == 0  # u4's bronze flow completed without a micro-batch: it wrote nothing
     assert metrics["backlog_files"] == 0
     assert metrics["metrics_missing"] == 0 and metrics["files_not_reconciled"] == 0
-    assert metrics["lowest_pass_rate_today"] is None  # only bronze's own expectations ran today
+    assert metrics["lowest_pass_rate_last_24h"] is None  # only bronze's own expectations ran today
     u4_end = today_at(0, 40) + dt.timedelta(seconds=5)
     expected_hours = (NOW - u4_end).total_seconds() / 3600
     assert metrics["hours_since_last_success"] == pytest.approx(expected_hours, abs=1e-6)
@@ -346,16 +346,32 @@ def test_health_metrics_after_the_scenario(scenario):
     assert "no trend yet" in reasons["duration_week_over_week_change"]
     assert metrics["backlog_growth_streak"] == 0 and metrics["anomalies_last_update"] == 0
     assert {name for name, reason in reasons.items() if reason is not None} == {
-        "ingestion_latency_p95_seconds_24h", "lowest_pass_rate_today", "duration_week_over_week_change"}
+        "ingestion_latency_p95_seconds_24h", "lowest_pass_rate_last_24h", "duration_week_over_week_change"}
     assert {name for name, value in metrics.items() if value is None} == set(
         n for n, r in reasons.items() if r is not None)  # every NULL says why, only NULLs do
+
+
+def test_the_windowed_metrics_keep_a_failure_from_before_midnight(fresh):
+    """The windowed health metrics read the 24 hours up to the clock, not the calendar day: at 00:30 a
+    failure of 23:50 the day before still counts, and one 25 hours old no longer does; the pass rate
+    of the failing rows is read from the update that measured it before midnight."""
+    now = utc(2026, 6, 15, 0, 30)
+    old = completed_update("old", now - dt.timedelta(hours=25), rows=100, clean_failed=90)
+    late = failed_update("late", now - dt.timedelta(minutes=40))
+    checked = completed_update("checked", now - dt.timedelta(minutes=35), rows=100, clean_failed=20)
+    observability_views(fresh, [old, late, checked], now=now)
+    metrics = dict(rows(fresh, "SELECT metric_name, metric_value FROM health_metrics"))
+    late_errors = rows(fresh, "SELECT count(*) FROM errors WHERE update_id = 'late'")[0][0]
+    assert late_errors > 0 and metrics["errors_last_24h"] == late_errors
+    assert metrics["failed_updates_last_24h"] == 1
+    assert metrics["lowest_pass_rate_last_24h"] == pytest.approx(80 / 100)  # not the older update's 10 / 100
 
 
 def test_health_metrics_with_an_empty_event_log(fresh):
     observability_views(fresh, [])
     values = {name: (value, reason) for name, value, reason in
               rows(fresh, "SELECT metric_name, metric_value, reason FROM health_metrics")}
-    assert values["errors_today"] == (0, None)
+    assert values["errors_last_24h"] == (0, None)
     assert values["last_update_failed"] == (None, "no ingest update has finished yet")
     assert values["hours_since_last_success"] == (None, "no ingest update has run yet")
     assert values["metrics_missing"] == (None, "no ingest update has finished yet")
@@ -393,7 +409,7 @@ def test_internal_updates_are_left_out_and_do_not_reset_hours_since_last_success
     metrics = dict(rows(fresh, "SELECT metric_name, metric_value FROM health_metrics"))
     assert metrics["last_update_failed"] == 1  # the failure is still the last update
     assert metrics["hours_since_last_success"] == pytest.approx(3 - 60 / 3600, abs=0.02)  # since "ok" ended
-    assert metrics["errors_today"] == rows(fresh, "SELECT count(*) FROM errors WHERE update_id = 'failed' "
+    assert metrics["errors_last_24h"] == rows(fresh, "SELECT count(*) FROM errors WHERE update_id = 'failed' "
                                                   f"AND error_date = DATE'{NOW.date()}'")[0][0]
 
 

@@ -1,5 +1,6 @@
--- One SELECT per metric, each (metric_name, metric_value, reason). The clock the metrics read ("today",
--- "the last 24 hours", "hours since") is the view `clock`.
+-- One SELECT per metric, each (metric_name, metric_value, reason). The clock the metrics read ("the last
+-- 24 hours", "hours since") is the view `clock`; a window is the 24 hours up to it, not a calendar day,
+-- so that a failure at 23:50 still counts after midnight.
 -- - rows_last_update: a bronze flow that completed without running a micro-batch wrote nothing, a
 --   measured 0; a flow with a micro-batch whose count is missing, or that did not complete without a
 --   count, is unknown.
@@ -10,7 +11,7 @@
 --   first other one decides: rows written (hours since it ended) or a micro-batch without a row count
 --   (NULL: whether data arrived then is unknown). A full refresh is left out: it writes old files' rows
 --   again. With no update that wrote rows, the clock runs from the first update.
--- - lowest_pass_rate_today: per update, not per day of rows: a full refresh's recount is left out.
+-- - lowest_pass_rate_last_24h: per update (measured in the window), not per row: a full refresh's recount is left out.
 -- - hours_since_last_success: since the last COMPLETED update; when none ever completed, since the first
 --   update started. NULL only when no update ran at all.
 -- - quarantined_rows_last_update: first deliveries only (lines a full refresh quarantines again are
@@ -35,11 +36,11 @@ last_incremental AS (
   ORDER BY start_time DESC LIMIT 1
 ),
 metrics AS (
-  SELECT 'errors_today' AS metric_name, CAST((count(*)) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
-FROM errors WHERE error_date = CAST((SELECT now FROM clock) AS DATE) AND update_id IN (SELECT update_id FROM update_status)
+  SELECT 'errors_last_24h' AS metric_name, CAST((count(*)) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
+FROM errors WHERE event_time > (SELECT now FROM clock) - INTERVAL 24 HOURS AND update_id IN (SELECT update_id FROM update_status)
   UNION ALL
-  SELECT 'failed_updates_today' AS metric_name, CAST((count_if(final_state = 'FAILED')) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
-FROM update_status WHERE update_date = CAST((SELECT now FROM clock) AS DATE)
+  SELECT 'failed_updates_last_24h' AS metric_name, CAST((count_if(final_state = 'FAILED')) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
+FROM update_status WHERE coalesce(end_time, start_time) > (SELECT now FROM clock) - INTERVAL 24 HOURS
   UNION ALL
   SELECT 'last_update_failed' AS metric_name, CAST((max(CASE WHEN final_state = 'FAILED' THEN 1 ELSE 0 END)) AS DOUBLE) AS metric_value, CAST((CASE WHEN count(*) = 0 THEN 'no ingest update has finished yet' END) AS STRING) AS reason
 FROM last_update
@@ -88,8 +89,8 @@ FROM (SELECT u.update_id, u.start_time, coalesce(u.end_time, u.start_time) AS at
               ON b.update_id = u.update_id
             WHERE u.full_refresh IS NOT TRUE) d
   UNION ALL
-  SELECT 'lowest_pass_rate_today' AS metric_name, CAST((min(pass_rate)) AS DOUBLE) AS metric_value, CAST((CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured today (counts of full refreshes left out)' END) AS STRING) AS reason
-FROM expectation_results WHERE update_date = CAST((SELECT now FROM clock) AS DATE) AND expectation NOT IN ('no_rescued_data', 'no_corrupt_record') AND full_refresh IS NOT TRUE
+  SELECT 'lowest_pass_rate_last_24h' AS metric_name, CAST((min(pass_rate)) AS DOUBLE) AS metric_value, CAST((CASE WHEN min(pass_rate) IS NULL THEN 'no business expectation was measured in the last 24 hours (counts of full refreshes left out)' END) AS STRING) AS reason
+FROM expectation_results WHERE measured_at > (SELECT now FROM clock) - INTERVAL 24 HOURS AND expectation NOT IN ('no_rescued_data', 'no_corrupt_record') AND full_refresh IS NOT TRUE
   UNION ALL
   SELECT 'backlog_files' AS metric_name, CAST((CASE WHEN count(b.flow_name) > 0 AND count_if(b.flow_name IS NOT NULL AND b.backlog_files IS NULL) = 0 THEN sum(b.backlog_files) END) AS DOUBLE) AS metric_value, CAST((CASE WHEN count(l.update_id) = 0 THEN 'no ingest update has finished yet'
                WHEN count(b.flow_name) = 0 THEN 'the last update reported no backlog'
