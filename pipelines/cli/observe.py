@@ -24,7 +24,7 @@ def cmd_alerts(args: argparse.Namespace, project: LocalProject) -> int:
     if args.output == "json":
         json_result([
             {"alert": r.spec.key, "display_name": r.spec.display_name, "state": r.state, "value": jsonable(r.value),
-             "operator": r.spec.operator, "threshold": jsonable(r.threshold), "error": r.error}
+             "operator": r.spec.operator, "threshold": jsonable(r.threshold), "reason": r.reason, "error": r.error}
             for r in results
         ])
     else:

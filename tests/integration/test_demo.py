@@ -230,6 +230,20 @@ def test_backlog_shows_the_files_left_by_the_failed_update(tables):
     assert row["backlog_files"] > 0 and row["backlog_bytes"] > 0
 
 
+def test_the_failed_update_is_one_closed_incident_with_its_root_cause(tables):
+    """The truncated upload failed one update; the re-delivery's update completed: one incident,
+    closed by that update, its root cause the one run_insights gives the failed update."""
+    [incident] = tables.table("incidents").collect()
+    updates = tables.table("update_status").orderBy("start_time").collect()
+    failed = [u["update_id"] for u in updates if u["final_state"] == "FAILED"]
+    closer = next(u for u in updates if u["start_time"] > updates[[u["update_id"] for u in updates].index(failed[-1])]["start_time"]
+                  and u["final_state"] == "COMPLETED")
+    assert (incident["incident_id"], incident["status"], incident["failed_updates"]) == (failed[0], "CLOSED", len(failed))
+    assert incident["closed_by_update_id"] == closer["update_id"]
+    insight = tables.table("run_insights").where(f"update_id = '{failed[0]}'").collect()[0]
+    assert (incident["category"], incident["root_cause_class"]) == (insight["category"], insight["root_cause_class"])
+
+
 def test_health_metrics_hold_every_metric_once(tables):
     names = [r["metric_name"] for r in tables.table("health_metrics").collect()]
     assert sorted(names) == sorted(HEALTH_METRIC_NAMES)
@@ -242,9 +256,12 @@ def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home,
     assert sorted(a["alert"] for a in report) == sorted(files)
     assert [a["alert"] for a in report if a["state"] == "ERROR"] == []
     triggered = {a["alert"] for a in report if a["state"] == "TRIGGERED"}
-    # The demo's data is dirty by design and one update failed today.
-    assert {"lakewatch_errors_24h", "lakewatch_quarantine_growing", "lakewatch_schema_drift"} <= triggered
-    assert "lakewatch_update_failed" not in triggered and "lakewatch_stalled" not in triggered
+    # The demo's data is dirty by design. One update failed, and the next one completed: its incident
+    # is closed, so neither the incident nor its errors page any more (the errors alert says why).
+    assert {"lakewatch_quarantine_growing", "lakewatch_schema_drift"} <= triggered
+    assert not triggered & {"lakewatch_incident", "lakewatch_errors_24h", "lakewatch_stalled"}, triggered
+    errors = next(a for a in report if a["alert"] == "lakewatch_errors_24h")
+    assert "closed incident" in (errors.get("reason") or ""), errors
     # Rows arrived minutes ago, and every micro-batch reported its count: measured, and no page.
     assert {a["alert"]: a["state"] for a in report}["lakewatch_no_rows"] == "OK"
     cli.run("alerts", "--fail-on-trigger", expect=1)

@@ -88,6 +88,15 @@ def failed_last() -> Inputs:
     return history(u.state("FAILED", 6, error=("java.io.EOFException", "cut")))
 
 
+def retried_flow() -> Inputs:
+    """The last update completed, but one of its flows failed once on the way (SDP retried it): an
+    error outside any incident."""
+    u = Update("last", ago(minutes=5)).state("RUNNING", 1)
+    u.flow("orders_bronze", "RUNNING", 2).flow("orders_bronze", "FAILED", 5, error=[("java.io.IOException", "reset")])
+    u.ran("orders_bronze", 6, 30, 100, backlog_files=0, backlog_bytes=0, batch_id=0)
+    return history(u.state("COMPLETED", 40))
+
+
 def failed_then_recovered() -> Inputs:
     inputs = failed_last()
     inputs.updates.append(completed_update("recovered", ago(minutes=2), duration=60, rows=100, clean_failed=0))
@@ -211,8 +220,8 @@ def after_full_refresh_documented_only() -> Inputs:
 
 SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     # alert key: (a scenario that triggers it, a healthy one that does not)
-    "lakewatch_update_failed": (failed_last, failed_then_recovered),
-    "lakewatch_errors_24h": (failed_then_recovered, healthy),
+    "lakewatch_incident": (failed_last, failed_then_recovered),
+    "lakewatch_errors_24h": (retried_flow, failed_then_recovered),
     "lakewatch_slow_update": (degraded, healthy),
     "lakewatch_low_pass_rate": (degraded, healthy),
     "lakewatch_no_rows": (no_rows, idle_after_recent_rows),
@@ -240,14 +249,22 @@ def alerts(project_root):
 _built: dict[Callable, list[tuple]] = {}
 
 
+METRIC_COLUMNS = ("metric_name", "metric_value", "reason", "alert_value", "alert_reason", "explained_by")
+
+
 def metrics_of(spark, scenario: Callable[[], Inputs]) -> list[tuple]:
-    """(metric_name, metric_value, reason) of the health metrics of `scenario` (each built once)."""
+    """(metric_name, metric_value, reason, alert_value, alert_reason, explained_by) of the health metrics
+    of `scenario` (each built once)."""
     if scenario not in _built:
         session = spark.newSession()
         scenario().views(session, only=["health_metrics"], now=NOW)
-        _built[scenario] = [(r["metric_name"], r["metric_value"], r["reason"])
-                            for r in session.table("health_metrics").collect()]
+        _built[scenario] = [tuple(r[c] for c in METRIC_COLUMNS) for r in session.table("health_metrics").collect()]
     return _built[scenario]
+
+
+def measured(name: str, value: float | None, reason: str | None) -> tuple:
+    """A metric row that no incident explains: the alerts read its value and reason as they are."""
+    return (name, value, reason, value, reason, None)
 
 
 def sql_text(v) -> str:
@@ -262,12 +279,15 @@ def alert_state(spark, alert: AlertSpec, metrics: list[tuple], metrics_age_hours
     """The alert's state on these health metrics, computed `metrics_age_hours` ago: they are published
     as a view in a real database, so the alert's own qualified query runs."""
     checked_at = f"current_timestamp() - make_interval(0, 0, 0, 0, 0, {int(metrics_age_hours * 60)}, 0)"
-    values = ", ".join(f"('{name}', {sql_value(value)}, {sql_text(reason)}, {checked_at})"
-                       for name, value, reason in metrics)
+    values = ", ".join(f"('{name}', {sql_value(value)}, {sql_text(reason)}, {checked_at}, {sql_value(alert_value)}, "
+                       f"{sql_text(alert_reason)}, {sql_text(explained_by)})"
+                       for name, value, reason, alert_value, alert_reason, explained_by in metrics)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS spark_catalog.{DB}")
-    body = (f"SELECT * FROM VALUES {values} AS t(metric_name, metric_value, reason, checked_at)" if metrics else
+    body = (f"SELECT * FROM VALUES {values} AS t(metric_name, metric_value, reason, checked_at, alert_value, "
+            "alert_reason, explained_by)" if metrics else
             "SELECT CAST(NULL AS STRING) AS metric_name, CAST(NULL AS DOUBLE) AS metric_value, "
-            "CAST(NULL AS STRING) AS reason, current_timestamp() AS checked_at WHERE false")
+            "CAST(NULL AS STRING) AS reason, current_timestamp() AS checked_at, CAST(NULL AS DOUBLE) AS alert_value, "
+            "CAST(NULL AS STRING) AS alert_reason, CAST(NULL AS STRING) AS explained_by WHERE false")
     spark.sql(f"CREATE OR REPLACE VIEW spark_catalog.{DB}.health_metrics AS {body}")
     result = run_alert(spark, alert)
     assert result.state != "ERROR", result.error
@@ -290,17 +310,17 @@ def test_alert_triggers_on_its_scenario_and_not_on_a_healthy_one(spark, alerts, 
 
 
 def test_the_trend_and_the_streak_are_measured_from_the_updates(spark):
-    slower = dict((n, v) for n, v, _ in metrics_of(spark, slower_each_week))
+    slower = dict((n, v) for n, v, *_ in metrics_of(spark, slower_each_week))
     assert slower["duration_week_over_week_change"] == pytest.approx(66 / 60 - 1)
-    assert dict((n, v) for n, v, _ in metrics_of(spark, growing_backlog))["backlog_growth_streak"] == 3
-    assert dict((n, v) for n, v, _ in metrics_of(spark, up_and_down_backlog))["backlog_growth_streak"] == 1
-    young = {n: (v, r) for n, v, r in metrics_of(spark, healthy)}
+    assert dict((n, v) for n, v, *_ in metrics_of(spark, growing_backlog))["backlog_growth_streak"] == 3
+    assert dict((n, v) for n, v, *_ in metrics_of(spark, up_and_down_backlog))["backlog_growth_streak"] == 1
+    young = {n: (v, r) for n, v, r, *_ in metrics_of(spark, healthy)}
     assert young["duration_week_over_week_change"][0] is None
     assert "no trend yet" in young["duration_week_over_week_change"][1]
 
 
 def test_metrics_missing_counts_a_measurement_warning(spark):
-    metrics = {name: value for name, value, _ in metrics_of(spark, degraded)}
+    metrics = {name: value for name, value, *_ in metrics_of(spark, degraded)}
     assert metrics["metrics_missing"] == 1  # the WARN event: everything else of the update was measured
     assert metrics["files_not_reconciled"] == 1
 
@@ -319,7 +339,7 @@ def test_no_rows_alert_counts_the_metrics_own_age(spark, alerts):
 
 def test_no_alert_is_ok_over_a_null_metric(spark, alerts):
     """Every metric NULL (not measured): no alert may say OK; each is UNKNOWN, its reason kept."""
-    unknown = [(name, None, f"{name} not measured") for name in HEALTH_METRIC_NAMES]
+    unknown = [measured(name, None, f"{name} not measured") for name in HEALTH_METRIC_NAMES]
     states = {key: alert_state(spark, alert, unknown) for key, alert in alerts.items()}
     assert states == {key: "UNKNOWN" for key in alerts}
 
@@ -347,16 +367,16 @@ def test_a_healthy_full_refresh_on_databricks_fires_no_alert(spark, alerts):
     assert states.pop("lakewatch_latency_sla") == "UNKNOWN"
     assert states.pop("lakewatch_duration_trend") == "UNKNOWN"
     assert states == {key: "OK" for key in states}
-    reasons = {name: reason for name, _, reason in metrics_of(spark, after_full_refresh_on_databricks)}
+    reasons = {name: reason for name, _, reason, *_ in metrics_of(spark, after_full_refresh_on_databricks)}
     assert "committed again by a full refresh" in reasons["ingestion_latency_p95_seconds_24h"]
 
 
 def test_a_healthy_full_refresh_known_only_by_its_resetting_state_fires_no_alert(spark, alerts):
     """The same healthy full refresh on Databricks, where create_update does not say it is one: the
     RESETTING state does. No alert fires (drift, duration and anomalies read incremental updates only)."""
-    metrics = {name: (value, reason) for name, value, reason in metrics_of(spark, after_full_refresh_documented_only)}
+    metrics = {name: (value, reason) for name, value, reason, *_ in metrics_of(spark, after_full_refresh_documented_only)}
     assert metrics == {name: (value, reason)
-                       for name, value, reason in metrics_of(spark, after_full_refresh_on_databricks)}
+                       for name, value, reason, *_ in metrics_of(spark, after_full_refresh_on_databricks)}
     states = {key: state_of(spark, alert, after_full_refresh_documented_only) for key, alert in alerts.items()}
     assert states.pop("lakewatch_latency_sla") == "UNKNOWN"
     assert states.pop("lakewatch_duration_trend") == "UNKNOWN"
@@ -370,10 +390,38 @@ def test_an_unmeasured_backlog_within_the_streak_leaves_the_streak_unknown(spark
     def gap() -> Inputs:
         return backlog_of(5, 10, 20, None, 40, 50)
 
-    value, reason = {n: (v, r) for n, v, r in metrics_of(spark, gap)}["backlog_growth_streak"]
+    value, reason = {n: (v, r) for n, v, r, *_ in metrics_of(spark, gap)}["backlog_growth_streak"]
     assert value is None and "b3" in reason and "landing folder not readable" in reason
     assert state_of(spark, alerts["lakewatch_backlog_growing"], gap) == "UNKNOWN"
-    last = {n: (v, r) for n, v, r in metrics_of(spark, lambda: backlog_of(5, 10, None))}
+    last = {n: (v, r) for n, v, r, *_ in metrics_of(spark, lambda: backlog_of(5, 10, None))}
     assert last["backlog_growth_streak"][0] is None and "b2" in last["backlog_growth_streak"][1]
-    before_a_fall = {n: (v, r) for n, v, r in metrics_of(spark, lambda: backlog_of(5, None, 20, 10, 30, 40))}
+    before_a_fall = {n: (v, r) for n, v, r, *_ in metrics_of(spark, lambda: backlog_of(5, None, 20, 10, 30, 40))}
     assert before_a_fall["backlog_growth_streak"] == (2, None)
+
+
+def test_one_failure_pages_once_through_its_incident(spark, alerts):
+    """The last update failed: without incidents the failure, its errors and what it left unmeasured
+    would each page. The open incident explains them: only lakewatch_incident is TRIGGERED, its reason
+    names the incident and its root cause, and each explained metric keeps its measured value beside
+    an alert_value of 0 and a reason naming the incident."""
+    states = {key: state_of(spark, alert, failed_last) for key, alert in alerts.items()}
+    assert {key for key, state in states.items() if state == "TRIGGERED"} == {"lakewatch_incident"}
+    rows = {r[0]: r for r in metrics_of(spark, failed_last)}
+    assert rows["last_update_failed"][1] == 1 and rows["errors_last_24h"][1] > 0  # what happened, as measured
+    for name in ("last_update_failed", "errors_last_24h", "failed_updates_last_24h"):
+        _, _, _, alert_value, alert_reason, explained_by = rows[name]
+        assert (alert_value, explained_by) == (0, "last"), name  # the incident is named after its first failure
+        assert "explained by open incident last" in alert_reason, name
+    assert rows["open_incidents"][3] == 1 and rows["open_incidents"][4].startswith("incident last (")
+
+
+def test_a_recovered_failure_stops_counting_toward_the_errors_alert(spark, alerts):
+    """After the failure an update completed: the incident is closed, the failure's errors are still in
+    the 24-hour count (metric_value) but not in what the errors alert compares; an error of a retried
+    flow in a completed update, outside any incident, still pages."""
+    rows = {r[0]: r for r in metrics_of(spark, failed_then_recovered)}
+    name, value, _, alert_value, alert_reason, explained_by = rows["errors_last_24h"]
+    assert value > 0 and alert_value == 0 and explained_by == "last" and "closed incident" in alert_reason
+    assert rows["open_incidents"][1] == 0
+    retried = {r[0]: r for r in metrics_of(spark, retried_flow)}["errors_last_24h"]
+    assert retried[1] == retried[3] == 1 and retried[5] is None

@@ -367,6 +367,38 @@ def test_the_windowed_metrics_keep_a_failure_from_before_midnight(fresh):
     assert metrics["lowest_pass_rate_last_24h"] == pytest.approx(80 / 100)  # not the older update's 10 / 100
 
 
+def test_incidents_are_runs_of_failed_updates_closed_by_the_next_completed_one(fresh):
+    """Read from the update history itself: two failures, a cancel and a success make one incident
+    with two failed updates, closed by the success (a refresh that came only after the success still
+    sees it); a later failure with nothing completed after it is a second incident, open. Each
+    incident's root cause is run_insights' reading of its first failed update."""
+    start = NOW - dt.timedelta(hours=5)
+    updates = [
+        completed_update("ok", start, rows=100),
+        failed_update("f1", start + dt.timedelta(hours=1)),
+        failed_update("f2", start + dt.timedelta(hours=2)),
+        cancelled_update("c1", start + dt.timedelta(hours=2, minutes=30)),
+        completed_update("fixed", start + dt.timedelta(hours=3), rows=100),
+        failed_update("f3", start + dt.timedelta(hours=4)),
+    ]
+    observability_views(fresh, updates, now=NOW)
+    incidents = {r["incident_id"]: r for r in fresh.sql("SELECT * FROM incidents").collect()}
+    assert sorted(incidents) == ["f1", "f3"]
+    first, second = incidents["f1"], incidents["f3"]
+    ended = {r[0]: r[1] for r in rows(fresh, "SELECT update_id, end_time FROM update_status")}
+    assert (first["status"], first["failed_updates"], first["last_failed_update_id"]) == ("CLOSED", 2, "f2")
+    assert (first["closed_by_update_id"], first["opened_at"], first["closed_at"]) == ("fixed", ended["f1"], ended["fixed"])
+    assert (second["status"], second["failed_updates"], second["closed_at"]) == ("OPEN", 1, None)
+    insight = rows(fresh, "SELECT category, root_cause_class FROM run_insights WHERE update_id = 'f1'")[0]
+    assert (first["category"], first["root_cause_class"]) == insight and insight[0] != "unknown"
+    assert "errors_last_24h" in first["explains"] and "backlog_files" not in first["explains"]
+    assert {"last_update_failed", "errors_last_24h", "backlog_files"} <= set(second["explains"])
+    metrics = {r[0]: r[1:] for r in rows(fresh, "SELECT metric_name, metric_value, alert_value, explained_by "
+                                                "FROM health_metrics")}
+    assert metrics["open_incidents"] == (1, 1, None)
+    assert metrics["last_update_failed"] == (1, 0, "f3")
+
+
 def test_health_metrics_with_an_empty_event_log(fresh):
     observability_views(fresh, [])
     values = {name: (value, reason) for name, value, reason in

@@ -7,7 +7,7 @@
 -- - hours_since_rows_ingested (the time since data last arrived, for lakewatch_no_rows): a pipeline
 --   scheduled more often than files land has many updates without rows, and each is healthy. Walking
 --   back from the newest update, updates whose bronze flows wrote no rows are passed over (a failed or
---   canceled flow without a micro-batch wrote none either: lakewatch_update_failed pages for it); the
+--   canceled flow without a micro-batch wrote none either: lakewatch_incident pages for it); the
 --   first other one decides: rows written (hours since it ended) or a micro-batch without a row count
 --   (NULL: whether data arrived then is unknown). A full refresh is left out: it writes old files' rows
 --   again. With no update that wrote rows, the clock runs from the first update.
@@ -19,13 +19,20 @@
 --   old row again).
 -- - ingestion_latency_p95_seconds_24h: files first committed in the last 24 hours; NULL when some landed
 --   without a commit time.
+-- - open_incidents: incidents (the incidents view) still open. An open incident explains the metrics it
+--   lists (`explains`): their alert_value is 0 and alert_reason names it, so the failure pages once,
+--   through lakewatch_incident; the errors of a closed incident's failed updates are left out of
+--   errors_last_24h's alert_value, so a recovered failure does not keep paging for a day.
 CREATE MATERIALIZED VIEW health_metrics (
   metric_name STRING COMMENT 'Metric name',
   metric_value DOUBLE COMMENT 'Metric value (NULL when it could not be measured)',
   reason STRING COMMENT 'Why metric_value is NULL (NULL when measured)',
-  checked_at TIMESTAMP COMMENT 'When the metric was computed'
+  checked_at TIMESTAMP COMMENT 'When the metric was computed',
+  alert_value DOUBLE COMMENT 'The value the alerts compare: metric_value, or 0 for what an incident explains (errors_last_24h: the errors of updates that did not fail)',
+  alert_reason STRING COMMENT 'What the alerts show beside alert_value: reason, the incident that explains the metric, or for open_incidents the open incident and what to do',
+  explained_by STRING COMMENT 'The incident(s) that explain the metric, whose alert then does not page again (NULL: none)'
 )
-COMMENT 'One row per health metric (metric_name, metric_value, reason, checked_at), computed at each refresh, for SQL alerts. metric_value is NULL when it could not be measured, and reason then says why; no alert treats NULL as healthy. ''Last update'' is the last finished update that is not internal; the duration and rescued-rows metrics read the last finished update that is not a full refresh.'
+COMMENT 'One row per health metric (metric_name, metric_value, reason, checked_at), computed at each refresh, for SQL alerts, which compare alert_value (the value, or 0 for what an incident explains). metric_value is NULL when it could not be measured, and reason then says why; no alert treats NULL as healthy. ''Last update'' is the last finished update that is not internal; the duration and rescued-rows metrics read the last finished update that is not a full refresh.'
 TBLPROPERTIES ('quality' = 'gold')
 AS
 WITH last_update AS (
@@ -183,5 +190,41 @@ FROM last_update l LEFT JOIN measurement_gaps g ON g.update_id = l.update_id
                  THEN concat(CAST(count_if(status = 'not_counted') AS STRING),
                              ' committed file(s) have no line count, so they cannot be reconciled') END) AS STRING) AS reason
 FROM reconciliation
+  UNION ALL
+  SELECT 'open_incidents' AS metric_name, CAST((count(*)) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
+FROM incidents WHERE status = 'OPEN'
+),
+open_incident AS (
+  SELECT max_by(incident_id, opened_at) AS incident_id, max_by(explains, opened_at) AS explains,
+         max_by(category, opened_at) AS category, max_by(recommended_action, opened_at) AS recommended_action
+  FROM incidents WHERE status = 'OPEN'
+),
+recently_closed AS (
+  SELECT nullif(concat_ws(', ', array_sort(collect_list(incident_id))), '') AS ids
+  FROM incidents WHERE status = 'CLOSED' AND closed_at > (SELECT now FROM clock) - INTERVAL 24 HOURS
+),
+errors_outside_incidents AS (
+  SELECT CAST(count(*) AS DOUBLE) AS n
+  FROM errors e JOIN update_status u ON u.update_id = e.update_id
+  WHERE e.event_time > (SELECT now FROM clock) - INTERVAL 24 HOURS AND u.final_state <> 'FAILED'
+),
+judged AS (
+  SELECT m.*, o.incident_id AS open_id, o.category AS open_category, o.recommended_action AS open_action,
+         CASE WHEN array_contains(o.explains, m.metric_name) THEN o.incident_id
+              WHEN m.metric_name = 'errors_last_24h' AND m.metric_value > (SELECT n FROM errors_outside_incidents) THEN r.ids
+              WHEN m.metric_name = 'failed_updates_last_24h' AND m.metric_value > 0 THEN r.ids END AS explained_by
+  FROM metrics m CROSS JOIN open_incident o CROSS JOIN recently_closed r
 )
-SELECT metric_name, metric_value, reason, (SELECT now FROM clock) AS checked_at FROM metrics;
+SELECT
+  metric_name, metric_value, reason, (SELECT now FROM clock) AS checked_at,
+  CAST((CASE WHEN explained_by IS NULL THEN metric_value
+             WHEN metric_name = 'errors_last_24h' AND open_id IS NULL THEN (SELECT n FROM errors_outside_incidents)
+             ELSE 0 END) AS DOUBLE) AS alert_value,
+  CAST((CASE WHEN metric_name = 'open_incidents' AND open_id IS NOT NULL
+               THEN concat('incident ', open_id, ' (', open_category, '): ', coalesce(open_action, 'see run_insights'))
+             WHEN explained_by IS NULL THEN reason
+             WHEN open_id IS NOT NULL THEN concat('explained by open incident ', explained_by,
+                                                  ', which lakewatch_incident pages for')
+             ELSE concat('the failed updates of closed incident(s) ', explained_by, ' left out') END) AS STRING) AS alert_reason,
+  explained_by
+FROM judged;
