@@ -161,3 +161,19 @@ def test_a_pipeline_with_a_sink_keeps_its_selection(pipeline: Pipeline) -> None:
     pipeline.sinks["quarantine"] = object()
     plan = pipeline.update()
     assert plan.selection is None and not plan.skipped
+
+
+def test_the_first_update_of_a_pipeline_records_what_its_new_streaming_table_made_known(tmp_path: Path) -> None:
+    """Before the first update the streaming table does not exist, so nothing downstream can be told;
+    the event log's version is read all the same, so that the views the update refreshed are recorded
+    and the next update with nothing new skips them."""
+    p = Pipeline(tmp_path)
+    p.dataset("events", "STREAMING_TABLE", f"SELECT * FROM STREAM({LOG})")
+    p.dataset("update_status", "MATERIALIZED_VIEW", "SELECT update_id FROM events")
+    ctx = p.context()
+    first = planning.plan(ctx)
+    assert techniques(first) == {"update_status": planning.INPUT_NOT_IN_DELTA}
+    p.commit(f"{SCHEMA}.events")  # the run creates the streaming table
+    p.write(ctx, first)
+    planning.record(ctx, first, completed=set(first.views))
+    assert techniques(p.update()) == {"update_status": None}

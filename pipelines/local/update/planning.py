@@ -109,31 +109,37 @@ class States:
         return self.of_dataset(own, stack) if own is not None else self.versions(self.ctx.qualified(name))
 
     def of_dataset(self, name: str, stack: tuple[str, ...] = ()) -> State:
+        """The dataset's state, or why it cannot be told. Every input is read even after one could not
+        be: the versions read before the run are what `record` keeps once the run has made them known
+        (a streaming table's first update creates it)."""
         if name in self.memo:
             return self.memo[name]
         if name in stack:
             return Unknown(INPUT_NOT_IN_DELTA, f"{name} reads itself")
         output = self.outputs[name]
         parts: list[str | bytes] = [output.dataset_type, output.definition]
+        unknown: list[Unknown] = []
         if output.dataset_type == "STREAMING_TABLE":
             version = self.versions(self.ctx.qualified(name))
             if isinstance(version, Unknown):
-                return self._keep(name, version)
-            parts.append(version)
+                unknown.append(version)
+            else:
+                parts.append(version)
         elif output.dataset_type not in ("MATERIALIZED_VIEW", "VIEW"):
-            return self._keep(name, Unknown(INPUT_NOT_IN_DELTA, f"{name} is a {output.dataset_type.lower()}"))
+            unknown.append(Unknown(INPUT_NOT_IN_DELTA, f"{name} is a {output.dataset_type.lower()}"))
         for flow in sorted(self.flows_of.get(name, []), key=lambda f: f.name):
             if flow.inputs.nondeterministic:
-                return self._keep(name, Unknown(NOT_DETERMINISTIC, f"{name} calls {', '.join(flow.inputs.nondeterministic)}"))
+                unknown.append(Unknown(NOT_DETERMINISTIC, f"{name} calls {', '.join(flow.inputs.nondeterministic)}"))
             if flow.inputs.unnamed:
-                return self._keep(name, Unknown(INPUT_NOT_IN_DELTA, f"{name} reads {', '.join(flow.inputs.unnamed)}"))
+                unknown.append(Unknown(INPUT_NOT_IN_DELTA, f"{name} reads {', '.join(flow.inputs.unnamed)}"))
             parts += [flow.name, flow.definition]
             for read in flow.inputs.names:
                 state = self.of_read(read, (*stack, name))
                 if isinstance(state, Unknown):
-                    return self._keep(name, state)
-                parts += [read, state]
-        return self._keep(name, digest(*parts))
+                    unknown.append(state)
+                else:
+                    parts += [read, state]
+        return self._keep(name, unknown[0] if unknown else digest(*parts))
 
     def _keep(self, name: str, state: State) -> State:
         self.memo[name] = state
