@@ -6,7 +6,7 @@ the threshold (a value, or another column reduced the same way) by the compariso
 alert is TRIGGERED when the comparison holds, OK when it does not, UNKNOWN when the value (or the
 threshold) is NULL, ERROR when the query fails. NULL is never OK: a metric that could not be measured
 is not a healthy one. When the query also returns a `reason` column (lakewatch's health metrics say
-there why a value is NULL), its first value is kept with the result.
+there why a value is NULL, or which incident explains it), its first value is kept with the result.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class AlertResult:
     value: Any = None
     threshold: Any = None
     error: str | None = None
-    reason: str | None = None  # why the value is NULL, when the query says
+    reason: str | None = None  # why the value is NULL, or the incident that explains it, when the query says
 
 
 def _comparable(value: Any, threshold: Any) -> tuple[Any, Any]:
@@ -139,7 +139,7 @@ def evaluate(spec: AlertSpec, rows: Sequence[Mapping[str, Any]]) -> AlertResult:
             return AlertResult(spec, "UNKNOWN", value, threshold, reason=_reason(rows))
         left, right = _comparable(value, threshold)
         holds = OPERATORS[spec.operator](left, right)
-        return AlertResult(spec, "TRIGGERED" if holds else "OK", value, threshold)
+        return AlertResult(spec, "TRIGGERED" if holds else "OK", value, threshold, reason=_reason(rows))
     except (KeyError, ValueError, TypeError) as e:
         return AlertResult(spec, "ERROR", error=str(e))
 
@@ -172,5 +172,5 @@ def format_result(result: AlertResult) -> str:
     comparison = f"{show(result.value)} {result.spec.operator} {show(result.threshold)}"
     line = f"{result.state:<9} {result.spec.key:<30} {comparison:<40} {result.spec.display_name}"
     if result.reason:
-        line += f"\n          not measured: {result.reason}"
+        line += f"\n          {'not measured: ' if result.value is None else ''}{result.reason}"
     return line + (f"\n          error: {result.error}" if result.error else "")
