@@ -197,6 +197,22 @@ def every_table_within_its_limit() -> Inputs:
     return inputs
 
 
+def deliveries_every_hour(last_hours_ago: float) -> Inputs:
+    """orders' producer delivered a file every hour for six hours, the newest `last_hours_ago` hours
+    ago; the pipeline completed an update five minutes ago (it is not stuck)."""
+    state = [file_row(f"/l/o{i}.json", ago(hours=last_hours_ago + i), ago(hours=last_hours_ago + i) + timedelta(minutes=1),
+                      lines=2) for i in range(6)]
+    return Inputs([completed_update("last", ago(minutes=5), rows=0, clean_failed=0)], state, limits={"orders": None})
+
+
+def producer_silent() -> Inputs:
+    return deliveries_every_hour(5)  # due 1.5 hours after the newest delivery
+
+
+def producer_on_time() -> Inputs:
+    return deliveries_every_hour(0.5)
+
+
 def stalled() -> Inputs:
     """Completed long ago; since then only updates that never finish successfully (canceled)."""
     old = completed_update("old", ago(hours=30), duration=60, rows=100)
@@ -237,6 +253,7 @@ SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     "lakewatch_backlog_growing": (growing_backlog, up_and_down_backlog),
     "lakewatch_duration_trend": (slower_each_week, steady_weeks),
     "lakewatch_table_without_rows": (one_table_quiet, every_table_within_its_limit),
+    "lakewatch_files_late": (producer_silent, producer_on_time),
 }
 
 

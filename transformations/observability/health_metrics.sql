@@ -19,6 +19,9 @@
 --   old row again).
 -- - ingestion_latency_p95_seconds_24h: files first committed in the last 24 hours; NULL when some landed
 --   without a commit time.
+-- - tables_files_late: tables whose next delivery was due (arrival_windows: the learned window, or the
+--   table's fixed max_hours_without_rows) and has not come; a table with too little history for a
+--   window and no limit of its own is not judged (lakewatch_no_rows covers every table).
 -- - open_incidents: incidents (the incidents view) still open. An open incident explains the metrics it
 --   lists (`explains`): their alert_value is 0 and alert_reason names it, so the failure pages once,
 --   through lakewatch_incident; the errors of a closed incident's failed updates are left out of
@@ -190,6 +193,9 @@ FROM last_update l LEFT JOIN measurement_gaps g ON g.update_id = l.update_id
                  THEN concat(CAST(count_if(status = 'not_counted') AS STRING),
                              ' committed file(s) have no line count, so they cannot be reconciled') END) AS STRING) AS reason
 FROM reconciliation
+  UNION ALL
+  SELECT 'tables_files_late' AS metric_name, CAST((count_if(due_at < (SELECT now FROM clock))) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
+FROM arrival_windows
   UNION ALL
   SELECT 'open_incidents' AS metric_name, CAST((count(*)) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
 FROM incidents WHERE status = 'OPEN'

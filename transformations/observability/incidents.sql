@@ -66,7 +66,8 @@ SELECT
        THEN array('last_update_failed', 'errors_last_24h', 'failed_updates_last_24h', 'backlog_files', 'backlog_bytes',
                   'backlog_growth_streak', 'anomalies_last_update', 'metrics_missing', 'rows_last_update',
                   'hours_since_rows_ingested', 'hours_since_last_success', 'tables_without_rows',
-                  'ingestion_latency_p95_seconds_24h', 'last_update_duration_seconds', 'last_update_duration_vs_median')
+                  'ingestion_latency_p95_seconds_24h', 'last_update_duration_seconds', 'last_update_duration_vs_median',
+                  'tables_files_late')
        ELSE array('errors_last_24h', 'failed_updates_last_24h') END AS explains,
   CAST(g.opened_at AS DATE) AS opened_date
 FROM grouped g
