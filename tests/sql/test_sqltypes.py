@@ -1,4 +1,4 @@
-"""The pure-Python Spark SQL type parser (pipelines/sqltypes.py), with Spark's own parser as the oracle.
+"""The pure-Python Spark SQL type parser (pipelines/sqltypes/), with Spark's own parser as the oracle.
 
 For every text below, lakewatch's parser must accept it exactly when Spark 4.2's parser
 (`parseDataType`, the shared classic session) does, and the normalized text must parse in Spark to

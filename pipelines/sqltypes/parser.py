@@ -1,46 +1,33 @@
-"""Spark SQL data types, parsed in pure Python (no JVM): the column types of `conf/tables.yml`.
-
-`parse_type(text)` is a recursive-descent parser for the data type grammar of Spark 4.2's SQL parser
-(`singleDataType` in SqlBaseParser.g4 plus the checks its AstBuilder applies), so a type text is
-refused before any engine starts, with a message saying where it stops being a type:
-
-    ARRAY<FOO>: 'FOO' is not a Spark SQL type
-    STRUCT<a INT: the text ends after 'STRUCT<a INT' where ',' or '>' is expected
-
-It accepts what Spark accepts (tests compare it with Spark's own parser): keywords in any case,
-white space and SQL comments anywhere between tokens, the type aliases (INTEGER, LONG, BYTE, SHORT,
-REAL, DEC, NUMERIC, CHARACTER), DECIMAL's default (10,0) and limits (precision at most 38, scale at
-most the precision), STRUCT fields with or without a colon, `back-quoted` names, NOT NULL and
-COMMENT '...' (Spark's string literal rules). `SqlType.sql()` is the normalized text: canonical
-names in upper case (INT, BIGINT, TINYINT, SMALLINT, FLOAT, DECIMAL(p,s)), `MAP<K, V>`,
-`STRUCT<name: T>`, field names back-quoted only where needed, comments re-quoted. It parses to the
-same Spark DataType as the original text. TIMESTAMP and TIMESTAMP_LTZ stay distinct: TIMESTAMP
-means whatever `spark.sql.timestampType` says.
-
-`check_json_type(t)` then refuses types Spark parses but that a JSON source cannot fill or bronze
-(Delta) cannot store, each with the reason and the fix: CHAR/VARCHAR (Spark's JSON reader refuses
-them), the INTERVAL types, VOID, MAP keys other than STRING, an empty STRUCT, DECIMAL precision 0,
-field names Delta refuses (` ,;{}()=`, tab, newline) or that repeat (case-insensitively), and
-NOT NULL on a field (the JSON reader never enforces it). TIME, GEOMETRY, GEOGRAPHY and collated
-STRINGs are refused while parsing, without checking their parameters (SRIDs, collation names).
-"""
+"""The recursive-descent parser of Spark 4.2's `singleDataType` grammar (`parse_type`), the checks of
+what a JSON source can fill and bronze can store (`check_json_type`), and `normalize`."""
 
 from __future__ import annotations
 
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterator
 
-MAX_DECIMAL_PRECISION = 38
-DEFAULT_DECIMAL = (10, 0)
+from pipelines.sqltypes.tokens import Token, tokenize
+from pipelines.sqltypes.types import (
+    DEFAULT_DECIMAL,
+    DELTA_INVALID_NAME_CHARACTERS,
+    MAX_DECIMAL_PRECISION,
+    Array,
+    Char,
+    Decimal,
+    Field,
+    Interval,
+    Map,
+    Simple,
+    SqlType,
+    SqlTypeError,
+    Struct,
+    UnsupportedTypeError,
+    quote_name,
+)
+
 _MAX_INT = 2**31 - 1  # parameters are Java ints in Spark's parser
-# Delta refuses these in (nested) column names unless column mapping is on.
-DELTA_INVALID_NAME_CHARACTERS = " ,;{}()\n\t="
-
-# Spark 4's lexer: these characters separate tokens (WS); anything else outside a token is an error.
-_WHITESPACE = frozenset(" \t\n\f\r\x0b\u00a0\u1680\u2028\u202f\u205f\u3000" + "".join(chr(c) for c in range(0x2000, 0x200B)))
-
 # Names without parameters: alias -> canonical text (Spark's DataType.sql, except TIMESTAMP_LTZ).
 _SIMPLE = {
     "BOOLEAN": "BOOLEAN",
@@ -84,291 +71,18 @@ _HINTS = {
 _KNOWN = sorted({*_SIMPLE, *_DECIMAL_NAMES, *_CHAR_NAMES, "ARRAY", "MAP", "STRUCT", "INTERVAL"})
 
 
-class SqlTypeError(ValueError):
-    """A text that is not a Spark SQL type; `position` is where it stops being one (0-based)."""
 
-    def __init__(self, text: str, problem: str, position: int | None = None) -> None:
-        self.text = text
-        self.problem = problem
-        self.position = position
-        super().__init__(f"{text.strip()}: {problem}")
-
-
-class UnsupportedTypeError(SqlTypeError):
-    """A Spark SQL type that a JSON source cannot fill or that bronze (Delta) cannot store."""
-
-
-# -- the types ---------------------------------------------------------------------------------
-class SqlType:
-    def sql(self) -> str:
-        raise NotImplementedError
-
-    def children(self) -> Iterator[tuple[str, "SqlType"]]:
-        return iter(())
-
-    def __str__(self) -> str:
-        return self.sql()
-
-
-@dataclass(frozen=True)
-class Simple(SqlType):
-    name: str  # canonical: INT, STRING, TIMESTAMP_NTZ, VOID, ...
-
-    def sql(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class Decimal(SqlType):
-    precision: int
-    scale: int
-
-    def sql(self) -> str:
-        return f"DECIMAL({self.precision},{self.scale})"
-
-
-@dataclass(frozen=True)
-class Char(SqlType):
-    name: str  # CHAR or VARCHAR
-    length: int
-
-    def sql(self) -> str:
-        return f"{self.name}({self.length})"
-
-
-@dataclass(frozen=True)
-class Interval(SqlType):
-    start: str | None = None  # None: the calendar INTERVAL
-    end: str | None = None
-
-    def sql(self) -> str:
-        if self.start is None:
-            return "INTERVAL"
-        return f"INTERVAL {self.start}" + (f" TO {self.end}" if self.end else "")
-
-
-@dataclass(frozen=True)
-class Array(SqlType):
-    element: SqlType
-
-    def sql(self) -> str:
-        return f"ARRAY<{self.element.sql()}>"
-
-    def children(self) -> Iterator[tuple[str, SqlType]]:
-        yield "[]", self.element
-
-
-@dataclass(frozen=True)
-class Map(SqlType):
-    key: SqlType
-    value: SqlType
-
-    def sql(self) -> str:
-        return f"MAP<{self.key.sql()}, {self.value.sql()}>"
-
-    def children(self) -> Iterator[tuple[str, SqlType]]:
-        yield "{key}", self.key
-        yield "{value}", self.value
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: SqlType
-    nullable: bool = True
-    comment: str | None = None
-
-    def sql(self) -> str:
-        text = f"{quote_name(self.name)}: {self.type.sql()}"
-        if not self.nullable:
-            text += " NOT NULL"
-        if self.comment is not None:
-            text += f" COMMENT {quote_string(self.comment)}"
-        return text
-
-
-@dataclass(frozen=True)
-class Struct(SqlType):
-    fields: tuple[Field, ...]
-
-    def sql(self) -> str:
-        return "STRUCT<" + ", ".join(f.sql() for f in self.fields) + ">"
-
-    def children(self) -> Iterator[tuple[str, SqlType]]:
-        for f in self.fields:
-            yield "." + quote_name(f.name), f.type
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
-
-
-def quote_name(name: str) -> str:
-    """A field name as Spark writes it: back-quoted unless it is a plain identifier."""
-    return name if _PLAIN_NAME.fullmatch(name) else "`" + name.replace("`", "``") + "`"
-
-
-def quote_string(value: str) -> str:
-    """A Spark SQL string literal that reads back as `value`."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def empty_relation_sql(columns: Iterable[tuple[str, str]]) -> str:
-    """`(SELECT CAST(NULL AS <type>) AS <name>, ... WHERE false)`: no rows with these (name, type)
-    columns, read in place of a table that does not exist yet."""
-    return "(SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in columns) + " WHERE false)"
-
-# -- tokens ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # WORD, INT, NUMBER (other numeric literal), NAME (back-quoted), STRING, PUNCT, BAD, EOF
-    text: str  # source text (for BAD: what is wrong)
-    start: int
-    value: str = ""  # WORD: upper case; NAME/STRING: the unquoted value
-
-    def shown(self) -> str:
-        if self.kind == "EOF":
-            return "the end of the text"
-        return f"'{self.text}'"
-
-
-_WORD = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
-# Spark's numeric literals; at equal length a numeric literal wins over an identifier (lexer order).
-_NUMERIC = re.compile(
-    r"[0-9]+[LSY]|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:E[+-]?[0-9]+)?(?:BD|[FD])?", re.ASCII | re.IGNORECASE
-)
-_PUNCT = "<>(),:!"
-
-
-def _string_literal(text: str, i: int) -> tuple[str, int] | None:
-    """A Spark string literal at text[i]: (value, end) or None if unterminated."""
-    raw = text[i] in "rR"
-    quote = text[i + 1] if raw else text[i]
-    j = i + (2 if raw else 1)
-    if raw:
-        end = text.find(quote, j)
-        return (text[j:end], end + 1) if end >= 0 else None
-    out: list[str] = []
-    while j < len(text):
-        c = text[j]
-        if c == quote:
-            if j + 1 < len(text) and text[j + 1] == quote:  # a doubled quote is one quote
-                out.append(quote)
-                j += 2
-                continue
-            return "".join(out), j + 1
-        if c == "\\" and j + 1 < len(text):
-            j = _unescape(text, j + 1, out)
-            continue
-        out.append(c)
-        j += 1
-    return None
-
-
-def _unescape(text: str, j: int, out: list[str]) -> int:
-    """Spark's unescapeSQLString for the character(s) after a backslash at text[j-1]."""
-    c = text[j]
-    hex4, hex8 = text[j + 1:j + 5], text[j + 1:j + 9]
-    if c == "u" and len(hex4) == 4 and all(h in "0123456789abcdefABCDEF" for h in hex4):
-        out.append(chr(int(hex4, 16)))
-        return j + 5
-    if c == "U" and len(hex8) == 8 and all(h in "0123456789abcdefABCDEF" for h in hex8):
-        out.append(chr(int(hex8, 16)))
-        return j + 9
-    octal = text[j:j + 3]
-    if len(octal) == 3 and octal[0] in "01" and all(o in "01234567" for o in octal[1:]):
-        out.append(chr(int(octal, 8)))
-        return j + 3
-    out.append({"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a",
-                "%": "\\%", "_": "\\_"}.get(c, c))
-    return j + 1
-
-
-def _tokens(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in _WHITESPACE:
-            i += 1
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif text.startswith("/*", i):
-            if text.startswith("/*+", i):
-                tokens.append(_Token("BAD", "/*+", i))
-                break
-            depth, j = 0, i
-            while j < n:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            if depth:
-                tokens.append(_Token("BAD", "an unterminated /* comment", i))
-                break
-            i = j
-        elif c in _PUNCT:
-            tokens.append(_Token("PUNCT", c, i, c))
-            i += 1
-        elif c == "`":
-            j, name = i + 1, []
-            while j < n:
-                if text[j] == "`":
-                    if text.startswith("``", j):
-                        name.append("`")
-                        j += 2
-                        continue
-                    break
-                name.append(text[j])
-                j += 1
-            if j >= n:
-                tokens.append(_Token("BAD", "an unterminated `name`", i))
-                break
-            tokens.append(_Token("NAME", text[i:j + 1], i, "".join(name)))
-            i = j + 1
-        elif c in "'\"" or (c in "rR" and text[i + 1:i + 2] in ("'", '"')):
-            literal = _string_literal(text, i)
-            if literal is None:
-                tokens.append(_Token("BAD", "an unterminated string", i))
-                break
-            value, end = literal
-            tokens.append(_Token("STRING", text[i:end], i, value))
-            i = end
-        else:
-            word = _WORD.match(text, i)
-            number = _NUMERIC.match(text, i)
-            w = word.end() - i if word else 0
-            m = number.end() - i if number else 0
-            if m and m >= w:
-                kind = "INT" if text[i:i + m].isdigit() else "NUMBER"
-                tokens.append(_Token(kind, text[i:i + m], i))
-                i += m
-            elif w:
-                tokens.append(_Token("WORD", text[i:i + w], i, text[i:i + w].upper()))
-                i += w
-            else:
-                tokens.append(_Token("BAD", c, i))
-                break
-    tokens.append(_Token("EOF", "", n))
-    return tokens
-
-
-# -- the parser --------------------------------------------------------------------------------
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tokens = _tokens(text)
+        self.tokens = tokenize(text)
         self.i = 0
 
     @property
-    def peek(self) -> _Token:
+    def peek(self) -> Token:
         return self.tokens[self.i]
 
-    def next(self) -> _Token:
+    def next(self) -> Token:
         token = self.tokens[self.i]
         if token.kind != "EOF":
             self.i += 1
@@ -378,13 +92,13 @@ class _Parser:
         t = self.peek
         return t.kind == kind and (value is None or t.value == value)
 
-    def accept(self, kind: str, value: str | None = None) -> _Token | None:
+    def accept(self, kind: str, value: str | None = None) -> Token | None:
         return self.next() if self.at(kind, value) else None
 
-    def before(self, token: _Token) -> str:
+    def before(self, token: Token) -> str:
         return self.text[:token.start].strip()
 
-    def fail(self, token: _Token, expected: str, hint: str = "") -> SqlTypeError:
+    def fail(self, token: Token, expected: str, hint: str = "") -> SqlTypeError:
         if token.kind == "BAD" and len(token.text) > 1 and token.text != "/*+":
             found = token.text
         else:
@@ -397,7 +111,7 @@ class _Parser:
             problem = f"expected {expected} {where}, found {found}"
         return SqlTypeError(self.text, problem + (f" ({hint})" if hint else ""), token.start)
 
-    def expect(self, kind: str, value: str, expected: str | None = None) -> _Token:
+    def expect(self, kind: str, value: str, expected: str | None = None) -> Token:
         token = self.accept(kind, value)
         if token is None:
             raise self.fail(self.peek, expected or f"'{value}'")
@@ -470,7 +184,7 @@ class _Parser:
             raise self.fail(self.peek, "the end of the type", "INTERVAL takes no parameters")
         return Interval()
 
-    def parameters(self) -> list[tuple[int, _Token]]:
+    def parameters(self) -> list[tuple[int, Token]]:
         if not self.accept("PUNCT", "("):
             return []
         values = []
@@ -486,7 +200,7 @@ class _Parser:
                 return values
             self.expect("PUNCT", ",", "',' or ')'")
 
-    def primitive(self, token: _Token) -> SqlType:
+    def primitive(self, token: Token) -> SqlType:
         name = token.value
         params = self.parameters()
         shown = token.text
