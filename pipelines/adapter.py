@@ -28,7 +28,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import expectations as expectation_rules
-from pipelines.config import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF, TablesConfig, TableSpec, load_tables
+from pipelines.config import TablesConfig, TableSpec, load_tables
+from pipelines.table_options import CLEAN_DELETE, CLEAN_MOVE, CLEAN_OFF
 from pipelines.formats import file_format
 from pipelines.sqltypes import quote_string
 from pipelines.formats.files import metadata_columns
