@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli import flags
-from pipelines.cli.output import result
+from pipelines.cli.output import json_result, note, result
 from pipelines.console import EXIT_OK
 
 if TYPE_CHECKING:
@@ -17,15 +17,21 @@ if TYPE_CHECKING:
 def cmd_add_table(args: argparse.Namespace, project: LocalProject) -> int:
     from pipelines.own_data import add_table
 
-    add_table(project, args.name, args.paths, args.format, args.landing, args.all_strings, args.replace,
-              args.dry_run, result)
+    as_json = args.output == "json"
+    document = add_table(project, args.name, args.paths, args.format, args.landing, args.all_strings, args.replace,
+                         args.dry_run, note if as_json else result)
+    if as_json:
+        json_result(document)
     return EXIT_OK
 
 
 def cmd_drift(args: argparse.Namespace, project: LocalProject) -> int:
     from pipelines.own_data import show_drift
 
-    show_drift(project, args.table, args.apply is not None, args.apply or (), result)
+    as_json = args.output == "json"
+    documents = show_drift(project, args.table, args.apply is not None, args.apply or (), note if as_json else result)
+    if as_json:
+        json_result(documents)
     return EXIT_OK
 
 
@@ -45,6 +51,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                      help="every JSON and CSV column STRING (Auto Loader's default without cloudFiles.inferColumnTypes)")
     add.add_argument("--replace", action="store_true", help="overwrite the table's entry if it exists")
     add.add_argument("--dry-run", action="store_true", help="show the entry, write nothing")
+    flags.add_output(add)
     add.set_defaults(handler=cmd_add_table)
 
     drift = flags.add_verb(sub, common, "drift",
@@ -53,4 +60,5 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     drift.add_argument("table", nargs="?", default=None, help="the table (default: every table)")
     drift.add_argument("--apply", nargs="*", metavar="FIELD", default=None,
                        help="add these new fields (all new ones when none is named) to the table's schema in conf/tables.yml")
+    flags.add_output(drift)
     drift.set_defaults(handler=cmd_drift)

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -92,7 +93,8 @@ class Project:
         self.root = root
         HOMES_USED.update({root / ".lakewatch", root / ".lakewatch-demo"})
 
-    def run(self, *args: str, expect: int = 0, env: dict[str, str] | None = None) -> str:
+    def run(self, *args: str, expect: int = 0, env: dict[str, str] | None = None, split: bool = False) -> Any:
+        """The command's output (standard output then error), or with `split` the pair of them."""
         base = {k: v for k, v in os.environ.items() if k not in ("LAKEWATCH_HOME", "LAKEWATCH_REMOTE")}
         full = {**base, "PYTHONPATH": str(self.root), "PYSPARK_PYTHON": sys.executable,
                 "LAKEWATCH_ENGINE_IDLE_SECONDS": TEST_ENGINE_IDLE_SECONDS, **(env or {})}
@@ -100,7 +102,7 @@ class Project:
                               capture_output=True, text=True, timeout=1200)
         assert done.returncode == expect, (f"lakewatch {' '.join(args)} exited {done.returncode}, expected {expect}\n"
                                            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}")
-        return done.stdout + done.stderr
+        return (done.stdout, done.stderr) if split else done.stdout + done.stderr
 
     def query(self, *options: str, sql: str) -> list[dict]:
         out = self.run(*options, "query", "--json", sql)
@@ -131,6 +133,8 @@ def own(tmp_path_factory):
         project.run(*root, "add-table", "sensor_readings", "--from", str(exports / "sensor_readings")),
     ]
     steps["config"] = yaml.safe_load((project.root / "conf" / "tables.yml").read_text())
+    steps["add_json"] = project.run(*root, "add-table", "shipments", "--from", str(exports / "shipments" / "ship-001.json"),
+                                    "--replace", "--dry-run", "-o", "json", split=True)
     steps["check"] = project.run(*root, "check")
     steps["job"] = project.run(*root, "job")
     steps["bronze"] = project.query(*root, sql=(
@@ -138,6 +142,7 @@ def own(tmp_path_factory):
         "SELECT 'stock_levels', count(*), count(DISTINCT sku) FROM stock_levels_bronze UNION ALL "
         "SELECT 'sensor_readings', count(*), count(DISTINCT reading_id) FROM sensor_readings_bronze"))
     steps["drift"] = project.run(*root, "drift", "shipments")
+    steps["drift_json"] = project.run(*root, "drift", "-o", "json", split=True)
     steps["apply"] = project.run(*root, "drift", "shipments", "--apply")
     steps["after_apply"] = project.run(*root, "drift", "shipments")
     # new files after the schema change fill the new column
@@ -221,3 +226,20 @@ def test_the_demo_leaves_the_users_files_and_tables_alone(own):
     assert own["files_after"] == own["files_before"]
     assert own["counts_after"] == own["counts_before"] == own["written"]
     assert sorted(p.name for p in (own["project"].root / ".lakewatch").iterdir()) == own["home_before"]
+
+
+def test_add_table_and_drift_print_their_results_as_documented_json(own):
+    """`-o json`: one document on standard output, the narrative on standard error; the dry run's entry
+    is the one the file holds (nothing written), drift's fields are those the text listing gave."""
+    out, err = own["add_json"]
+    document = json.loads(out)
+    written = {t["name"]: t for t in own["config"]["tables"]}["shipments"]
+    assert (document["table"], document["written"], document["replaced"]) == ("shipments", False, True)
+    assert document["schema"] == written["schema"] and document["format"] == written["format"] == "json"
+    assert {e["condition"] for e in document["expectations"]} == {e["condition"] for e in written["expectations"]}
+    assert "adding" in err or "replacing" in err
+    out, _ = own["drift_json"]
+    tables = {t["table"]: t for t in json.loads(out)}
+    assert set(tables) == {t["name"] for t in own["config"]["tables"]}
+    priority = next(f for f in tables["shipments"]["fields"] if f["name"] == "priority")
+    assert (priority["type"], priority["rows"], priority["kind"]) == ("BIGINT", DRIFTED, "NEW")
