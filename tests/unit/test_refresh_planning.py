@@ -177,3 +177,10 @@ def test_the_first_update_of_a_pipeline_records_what_its_new_streaming_table_mad
     p.write(ctx, first)
     planning.record(ctx, first, completed=set(first.views))
     assert techniques(p.update()) == {"update_status": None}
+
+
+def test_a_selection_naming_no_dataset_goes_to_sdp_as_it_was(pipeline: Pipeline) -> None:
+    """SDP refuses a name it does not know; leaving it out of the selection would hide the typo."""
+    pipeline.update()
+    plan = pipeline.update(refresh_selection=("daily", "dialy"))
+    assert plan.selection is None and not plan.skipped

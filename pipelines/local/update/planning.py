@@ -213,6 +213,12 @@ def plan(ctx: UpdateContext) -> RefreshPlan:
     skipped = set(result.skipped)
     if not skipped:
         return result
+    unknown = {name for name in chosen if name not in outputs and name.split(".")[-1] not in outputs}
+    if unknown:  # SDP's run refuses the names it does not know: the request goes to it as it was
+        for view in skipped:
+            result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, INPUT_CHANGED,
+                                          "unchanged, but the refresh selection names no dataset " + ", ".join(sorted(unknown)))
+        return result
     if ctx.graph.sinks or any(o.dataset_type == "SINK" for o in outputs.values()):
         for view in skipped:
             result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, INPUT_CHANGED,
