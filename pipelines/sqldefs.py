@@ -71,7 +71,8 @@ def _unquote(text: str) -> str:
 
 
 def without_literals(text: str) -> str:
-    """`text` with string literals emptied and `--` comments removed, so words inside them are not read."""
+    """`text` with string literals emptied and `--` and `/* */` comments removed (a comment becomes a
+    space), so words inside them are not read."""
     out: list[str] = []
     i = 0
     while i < len(text):
@@ -79,6 +80,11 @@ def without_literals(text: str) -> str:
         if c == "-" and text.startswith("--", i):
             end = text.find("\n", i)
             i = len(text) if end < 0 else end
+            continue
+        if c == "/" and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+            out.append(" ")
             continue
         if c == "'":
             i += 1

@@ -22,20 +22,57 @@ from pipelines import sqldefs
 # Functions whose value changes between two runs over the same rows. Spark SQL accepts the first three
 # without parentheses.
 _NONDETERMINISTIC_SQL = re.compile(
-    r"\b(?:current_timestamp|current_date|current_time|localtimestamp)\b"
-    r"|\b(?:now|rand|randn|random|uuid|shuffle|unix_timestamp|current_timezone|monotonically_increasing_id)\s*\(",
+    r"\b(?:current_timestamp|current_date|current_time|localtimestamp|tablesample)\b"
+    r"|\b(?:now|curdate|rand|randn|random|randstr|uniform|uuid|shuffle|unix_timestamp|current_timezone"
+    r"|monotonically_increasing_id|spark_partition_id|input_file_name)\s*\(",
     re.IGNORECASE)
+# Typed literals Spark reads from the clock: DATE'today', TIMESTAMP'now', ...
+_CLOCK_LITERAL = re.compile(r"\b(?:DATE|TIMESTAMP(?:_NTZ|_LTZ)?)\s*'\s*(?:now|today|yesterday|tomorrow)\s*'",
+                            re.IGNORECASE)
 NONDETERMINISTIC_FUNCTIONS = frozenset({
-    "current_timestamp", "current_date", "current_time", "localtimestamp", "now", "rand", "randn", "random",
-    "uuid", "shuffle", "unix_timestamp", "current_timezone", "monotonically_increasing_id", "spark_partition_id",
-    "input_file_name", "input_file_block_start", "input_file_block_length",
+    "current_timestamp", "current_date", "current_time", "localtimestamp", "now", "curdate", "rand", "randn",
+    "random", "randstr", "uniform", "uuid", "shuffle", "unix_timestamp", "current_timezone",
+    "monotonically_increasing_id", "spark_partition_id", "input_file_name", "input_file_block_start",
+    "input_file_block_length",
 })
 # A read this cannot name: a table-valued function after FROM or JOIN (read_files, cloud_files_state,
-# IDENTIFIER(...), ...; not VALUES, a subquery or STREAM(...)), or a second relation after a comma.
+# IDENTIFIER(...), ...; not VALUES or STREAM(...)), or a parenthesized relation that is not a subquery (a
+# join group, TABLE t). Comma joins are found by `_comma_joins`.
 _OPAQUE_SQL = (
     (re.compile(r"\b(?:FROM|JOIN)\s+(?!VALUES\b|STREAM\b)([`\w.]+)\s*\(", re.IGNORECASE), "a table-valued function"),
-    (re.compile(r"\bFROM\s+[^\s(),]+(?:\s+(?:AS\s+)?\w+)?\s*,", re.IGNORECASE), "a comma join"),
+    (re.compile(r"\b(?:FROM|JOIN)\s*\((?!\s*(?:SELECT|WITH|VALUES|FROM)\b)", re.IGNORECASE), "a parenthesized relation"),
 )
+_FROM = re.compile(r"\bFROM\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"(?:WHERE|GROUP|HAVING|ORDER|LIMIT|OFFSET|UNION|INTERSECT|EXCEPT|MINUS|WINDOW|QUALIFY"
+                         r"|CLUSTER|DISTRIBUTE|SORT|SELECT)\b", re.IGNORECASE)
+
+
+def _comma_joins(text: str) -> list[str]:
+    """The FROM clauses of `text` (literals and comments removed) that list relations with commas at
+    their own level (`FROM a, b`, `FROM a JOIN b USING (k), c`); a VALUES list's rows are not."""
+    found = []
+    for m in _FROM.finditer(text):
+        values = re.match(r"\s*VALUES\b", text[m.end():], re.IGNORECASE) is not None
+        depth, i = 0, m.end()
+        while i < len(text):
+            c = text[i]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth < 0:
+                    break
+            elif c == ";" and depth == 0:
+                break
+            elif depth == 0 and c.isalpha() and not text[i - 1:i].isalnum() and text[i - 1:i] != "_" \
+                    and _CLAUSE_END.match(text, i):
+                break
+            elif c == "," and depth == 0:
+                if not (values and re.match(r"\s*\(", text[i + 1:])):
+                    found.append(text[m.start():i + 1].strip()[:60])
+                    break
+            i += 1
+    return found
 
 
 @dataclass(frozen=True)
@@ -60,7 +97,9 @@ def sql_inputs(query: str) -> Inputs:
     text = sqldefs.without_function_from(sqldefs.without_literals(query))
     names = tuple(name.replace("`", "") for name, _ in sqldefs.relation_reads(query))
     unnamed = tuple(f"{why} ({m.group(0).strip()[:60]})" for pattern, why in _OPAQUE_SQL for m in pattern.finditer(text))
+    unnamed += tuple(f"a comma join ({clause})" for clause in _comma_joins(text))
     functions = tuple(dict.fromkeys(m.group(0).rstrip("( ").lower() for m in _NONDETERMINISTIC_SQL.finditer(text)))
+    functions += tuple(dict.fromkeys(" ".join(m.group(0).split()) for m in _CLOCK_LITERAL.finditer(query)))
     return Inputs(names, unnamed, functions)
 
 
@@ -78,6 +117,8 @@ def relation_inputs(relation: Any) -> Inputs:
                 found += Inputs(unnamed=(f"a {node.data_source.format or 'data source'} read",))
         elif isinstance(node, pb2.SQL):
             found += sql_inputs(node.query)
+        elif isinstance(node, pb2.Expression.ExpressionString):  # where("..."), selectExpr, F.expr
+            found += sql_inputs(f"SELECT {node.expression}")
         elif isinstance(node, pb2.CachedRemoteRelation):
             found += Inputs(unnamed=("a DataFrame cached on the server",))
         elif isinstance(node, pb2.Expression.UnresolvedFunction):

@@ -400,15 +400,14 @@ def test_incidents_are_runs_of_failed_updates_closed_by_the_next_completed_one(f
 
 
 def test_arrival_windows_learn_each_feeds_cadence_and_the_late_one_pages(fresh):
-    """Landing files created every 6 hours (two files per delivery, a minute apart in creation but the
-    same minute) for orders, every 2 hours for customers, and three deliveries only for payments. The
+    """Landing files created every 6 hours (two files per delivery, 90 seconds apart, over a minute boundary) for orders, every 2 hours for customers, and three deliveries only for payments. The
     learned window is median + 3 x spread of the gaps, at least 1.5 x the median: 6 h gaps with one
     8 h gap give 6 + 3 x 0 = 9 h (1.5 x 6). At 12:00 orders' last delivery is 10 hours old: late;
     customers' is 1 hour old: on time; payments has too little history and is not judged. A fixed
     max_hours_without_rows overrides what is learned."""
     now = NOW
     def deliveries(table: str, hours_ago: list[float]) -> list[tuple]:
-        return [file_row(f"/l/{table}/{i}-{part}.json", now - dt.timedelta(hours=h) + dt.timedelta(seconds=part), table=f"{table}_bronze",
+        return [file_row(f"/l/{table}/{i}-{part}.json", now - dt.timedelta(hours=h) + dt.timedelta(seconds=90 * part), table=f"{table}_bronze",
                          committed=now - dt.timedelta(hours=h) + dt.timedelta(minutes=1))
                 for i, h in enumerate(hours_ago) for part in (0, 1)]
     state = (deliveries("orders", [10, 16, 22, 30, 36, 42])  # gaps 6, 6, 8, 6, 6
@@ -421,9 +420,10 @@ def test_arrival_windows_learn_each_feeds_cadence_and_the_late_one_pages(fresh):
     assert (orders["deliveries"], orders["gaps"], orders["median_gap_hours"], orders["gap_spread_hours"]) == (6, 5, 6.0, 0.0)
     assert orders["window_hours"] == pytest.approx(9.0) and orders["window_source"] == "learned"
     assert orders["due_at"] - orders["last_delivery_at"] == dt.timedelta(hours=9)
-    assert orders["last_delivery_at"] == max(r["last_delivery_at"] for r in fresh.sql(
-        "SELECT date_trunc('MINUTE', max(create_time)) AS last_delivery_at FROM landing_files "
-        "WHERE table_name = 'orders_bronze'").collect())
+    assert orders["last_delivery_at"] == fresh.sql(  # the first file of the newest delivery
+        "SELECT min(create_time) FROM landing_files WHERE table_name = 'orders_bronze' AND create_time >= "
+        "(SELECT max(create_time) FROM landing_files WHERE table_name = 'orders_bronze') - INTERVAL 15 MINUTES"
+    ).collect()[0][0]
     assert customers["window_hours"] == pytest.approx(3.0)
     assert (payments["window_source"], payments["due_at"]) == ("too_little_history", None)
     metrics = dict(rows(fresh, "SELECT metric_name, metric_value FROM health_metrics"))

@@ -26,6 +26,12 @@ def test_named_reads_without_ctes_literals_or_comments() -> None:
     ("SELECT * FROM a JOIN IDENTIFIER('b') ON true", "a table-valued function"),
     ("SELECT * FROM a, b", "a comma join"),
     ("SELECT * FROM a x, b y WHERE x.k = y.k", "a comma join"),
+    ("SELECT * FROM a JOIN b USING (k), c", "a comma join"),
+    ("SELECT * FROM a x JOIN b y ON x.k = y.k, c", "a comma join"),
+    ("SELECT * FROM VALUES (1) AS v(x), t", "a comma join"),
+    ("SELECT * FROM a WHERE k IN (SELECT k FROM b, c)", "a comma join"),
+    ("SELECT * FROM a LEFT JOIN (b JOIN c ON true) ON true", "a parenthesized relation"),
+    ("SELECT * FROM (TABLE t)", "a parenthesized relation"),
 ])
 def test_reads_it_cannot_name_are_reported(query: str, why: str) -> None:
     assert any(u.startswith(why) for u in sql_inputs(query).unnamed)
@@ -37,6 +43,8 @@ def test_reads_it_cannot_name_are_reported(query: str, why: str) -> None:
     "SELECT (SELECT max(x) FROM a), y FROM b",
     "SELECT * FROM (SELECT * FROM a) t JOIN b ON true",
     "SELECT a, b FROM t GROUP BY a, b ORDER BY a, b",
+    "SELECT * FROM VALUES (1), (2) AS v(x)",
+    "SELECT * FROM t WHERE x IN (1, 2) ORDER BY a, b LIMIT 5",
 ])
 def test_ordinary_reads_are_all_named(query: str) -> None:
     assert sql_inputs(query).unnamed == ()
@@ -48,9 +56,16 @@ def test_ordinary_reads_are_all_named(query: str) -> None:
     ("SELECT * FROM t WHERE at > now() - INTERVAL 1 DAY", "now"),
     ("SELECT rand() FROM t", "rand"),
     ("SELECT uuid() AS id FROM t", "uuid"),
+    ("SELECT curdate() FROM t", "curdate"),
+    ("SELECT * FROM t TABLESAMPLE (10 PERCENT)", "tablesample"),
+    ("SELECT DATE'today' AS d FROM t", "DATE'today'"),
 ])
 def test_functions_that_differ_between_runs_are_reported(query: str, function: str) -> None:
     assert function in sql_inputs(query).nondeterministic
+
+
+def test_a_read_inside_a_block_comment_is_not_one_and_the_read_after_it_is() -> None:
+    assert sql_inputs("SELECT * FROM /* raw FROM x */ orders").names == ("orders",)
 
 
 def test_a_column_named_now_is_not_the_clock() -> None:
@@ -91,6 +106,14 @@ def test_a_plan_reading_a_data_source_or_calling_the_clock_is_reported() -> None
         function_name="pick", deterministic=False))
     assert relation_inputs(pb2.Relation(project=pb2.Project(input=_read("a", 1), expressions=[udf]))).nondeterministic \
         == ("UDF pick",)
+
+
+def test_a_plan_s_expression_strings_are_read_as_sql() -> None:
+    """`where("...")`, `selectExpr` and `F.expr` reach the plan as text: their clock calls and subqueries count."""
+    condition = pb2.Expression(expression_string=pb2.Expression.ExpressionString(
+        expression="at > current_timestamp() - INTERVAL 1 DAY AND k IN (SELECT k FROM other)"))
+    found = relation_inputs(pb2.Relation(filter=pb2.Filter(input=_read("events", 1), condition=condition)))
+    assert found.names == ("events", "other") and found.nondeterministic == ("current_timestamp",)
 
 
 def test_the_same_query_has_the_same_text_whatever_its_plan_ids() -> None:

@@ -28,6 +28,7 @@ class Pipeline:
         self.outputs: dict[str, RecordedOutput] = {}
         self.flows: dict[str, RecordedFlow] = {}
         self.sinks: dict[str, Any] = {}
+        self.configuration: dict[str, str] = {"lakewatch.event_log": LOG}
         self.commit(LOG)
 
     def dataset(self, name: str, kind: str, query: str) -> None:
@@ -53,6 +54,8 @@ class Pipeline:
             spark=None,
             update_id="an-update",
             qualified=lambda name: name if "." in name else f"{SCHEMA}.{name}",
+            catalog="spark_catalog",
+            configuration=lambda: dict(self.configuration),
         )
 
     def update(self, **request: Any) -> planning.RefreshPlan:
@@ -61,8 +64,12 @@ class Pipeline:
         ctx = self.context(**request)
         plan = planning.plan(ctx)
         self.write(ctx, plan)
-        planning.record(ctx, plan, completed=set(plan.views))
+        planning.record(ctx, plan, completed=self.tables())
         return plan
+
+    def tables(self) -> set[str]:
+        """Every streaming table and materialized view: what a whole update runs to completion."""
+        return {name for name, o in self.outputs.items() if o.dataset_type in ("STREAMING_TABLE", "MATERIALIZED_VIEW")}
 
     def write(self, ctx: Any, plan: planning.RefreshPlan) -> None:
         for name, view in plan.views.items():
@@ -130,7 +137,7 @@ def test_a_commit_during_the_run_is_read_again_next_time(pipeline: Pipeline) -> 
     plan = planning.plan(ctx)
     pipeline.write(ctx, plan)
     pipeline.commit(LOG)  # lands while the run goes on
-    planning.record(ctx, plan, completed=set(plan.views))
+    planning.record(ctx, plan, completed=pipeline.tables())
     assert techniques(pipeline.update())["insights"] == planning.INPUT_CHANGED
 
 
@@ -141,7 +148,7 @@ def test_unnamed_reads_missing_tables_and_failed_refreshes_are_never_no_op(pipel
     ctx.spark = SimpleNamespace(sql=lambda text: (_ for _ in ()).throw(RuntimeError("TABLE_OR_VIEW_NOT_FOUND")))
     plan = planning.plan(ctx)
     pipeline.write(ctx, plan)
-    planning.record(ctx, plan, completed=set(plan.views) - {"daily"})
+    planning.record(ctx, plan, completed=pipeline.tables() - {"daily"})
     again = techniques(planning.plan(ctx))
     assert again["files"] == again["gone"] == planning.INPUT_NOT_IN_DELTA
     assert again["daily"] == planning.FIRST_REFRESH  # its refresh did not complete: nothing recorded
@@ -175,7 +182,7 @@ def test_the_first_update_of_a_pipeline_records_what_its_new_streaming_table_mad
     assert techniques(first) == {"update_status": planning.INPUT_NOT_IN_DELTA}
     p.commit(f"{SCHEMA}.events")  # the run creates the streaming table
     p.write(ctx, first)
-    planning.record(ctx, first, completed=set(first.views))
+    planning.record(ctx, first, completed=p.tables())
     assert techniques(p.update()) == {"update_status": None}
 
 
@@ -184,3 +191,42 @@ def test_a_selection_naming_no_dataset_goes_to_sdp_as_it_was(pipeline: Pipeline)
     pipeline.update()
     plan = pipeline.update(refresh_selection=("daily", "dialy"))
     assert plan.selection is None and not plan.skipped
+
+
+def test_a_view_refreshed_while_its_upstream_table_was_left_out_is_not_recorded(pipeline: Pipeline) -> None:
+    """`--refresh update_status` with new events in the log: update_status is recomputed from the
+    streaming table as it was (events did not run), so what it read is not what the log now says; the
+    next whole update recomputes it once events has taken the new rows."""
+    pipeline.update()
+    pipeline.commit(LOG)
+    ctx = pipeline.context(refresh_selection=("update_status",))
+    plan = planning.plan(ctx)
+    assert techniques(plan) == {"update_status": planning.INPUT_CHANGED}
+    pipeline.write(ctx, plan)
+    planning.record(ctx, plan, completed={"update_status"})  # events was not selected: it did not run
+    pipeline.commit(f"{SCHEMA}.events")  # the next whole update: events takes the log's new rows
+    assert techniques(pipeline.update())["update_status"] == planning.FIRST_REFRESH
+
+
+def test_a_view_below_a_recomputed_or_fully_refreshed_one_is_recomputed(pipeline: Pipeline) -> None:
+    pipeline.update()
+    pipeline.commit(f"{SCHEMA}.update_status")  # a RESTORE: update_status is recomputed, so daily reads new rows
+    plan = techniques(pipeline.update())
+    assert plan["update_status"] == planning.TABLE_WRITTEN and plan["daily"] == planning.INPUT_CHANGED
+    plan = pipeline.update(refresh_selection=("daily",), full_refresh_selection=("update_status",))
+    assert techniques(plan) == {"update_status": planning.FULL_REFRESH, "daily": planning.INPUT_CHANGED}
+
+
+def test_reads_are_matched_to_the_pipeline_s_datasets_in_any_case_and_spelling(pipeline: Pipeline) -> None:
+    pipeline.dataset("weekly", "MATERIALIZED_VIEW", "SELECT count(*) FROM obs.Update_Status")
+    pipeline.dataset("upper", "MATERIALIZED_VIEW", "SELECT count(*) FROM `SPARK_CATALOG`.obs.DAILY")
+    pipeline.update()
+    pipeline.commit(LOG)
+    plan = techniques(pipeline.update())
+    assert plan["weekly"] == plan["upper"] == planning.INPUT_CHANGED
+
+
+def test_a_changed_pipeline_configuration_recomputes_every_view(pipeline: Pipeline) -> None:
+    pipeline.update()
+    pipeline.configuration["spark.sql.session.timeZone"] = "Europe/Berlin"
+    assert set(techniques(pipeline.update()).values()) == {planning.INPUT_CHANGED, planning.NOT_DETERMINISTIC}

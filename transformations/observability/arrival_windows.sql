@@ -1,6 +1,7 @@
--- Each table's usual cadence, learned from its landing files' creation times: files created in the
--- same minute are one delivery; the gaps between deliveries give a median and a spread (median absolute
--- deviation). The next delivery is due within median + 3 x spread of the newest one, and at least
+-- Each table's usual cadence, learned from its landing files' creation times: a file created less
+-- than 15 minutes after the one before belongs to the same delivery (an upload over a minute boundary, a
+-- backfill), so a feed that delivers more often than every 15 minutes is one long delivery and is not
+-- judged; the gaps between deliveries give a median and a spread (median absolute deviation). The next delivery is due within median + 3 x spread of the newest one, and at least
 -- 1.5 x the median (a perfectly regular feed is not late the minute after it is due). Once at least 3
 -- gaps started at the same hour of the week as the newest delivery, those gaps alone give the window
 -- (a producer quiet at weekends has a long Friday gap). With fewer than 4 gaps nothing is learned.
@@ -9,8 +10,8 @@
 -- pages as files late, apart from a pipeline that stopped ingesting (stalled, no rows, backlog).
 CREATE MATERIALIZED VIEW arrival_windows (
   table_name STRING COMMENT 'Configured table name',
-  deliveries BIGINT COMMENT 'Deliveries seen: its landing files grouped by the minute they were created',
-  last_delivery_at TIMESTAMP COMMENT 'Creation time of its newest landing file',
+  deliveries BIGINT COMMENT 'Deliveries seen: its landing files, each less than 15 minutes after the one before in one delivery',
+  last_delivery_at TIMESTAMP COMMENT 'Creation time of the first file of its newest delivery',
   gaps BIGINT COMMENT 'Gaps between deliveries',
   median_gap_hours DOUBLE COMMENT 'Median hours between deliveries',
   gap_spread_hours DOUBLE COMMENT 'Median absolute deviation of those gaps, in hours',
@@ -23,16 +24,26 @@ CREATE MATERIALIZED VIEW arrival_windows (
   due_at TIMESTAMP COMMENT 'When the next delivery is due: last_delivery_at + window_hours (NULL: not judged)'
 )
 COMMENT 'Per ingest table: the cadence of its deliveries learned from landing file creation times (median and spread of the gaps, by hour of the week once history allows), and when the next delivery is due; a fixed max_hours_without_rows overrides the learned window.'
-TBLPROPERTIES ('quality' = 'gold')
+TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
 WITH configured AS (
   SELECT source_table AS table_name, table_name AS bronze_table, max_hours_without_rows
   FROM ingest_tables WHERE table_kind = 'bronze'
 ),
-deliveries AS (
-  SELECT DISTINCT c.table_name, date_trunc('MINUTE', f.create_time) AS delivered_at
+files AS (
+  SELECT c.table_name, f.create_time,
+         lag(f.create_time) OVER (PARTITION BY c.table_name ORDER BY f.create_time) AS previous_file
   FROM configured c JOIN landing_files f ON f.table_name = c.bronze_table
   WHERE f.create_time IS NOT NULL
+),
+numbered AS (
+  SELECT table_name, create_time,
+         sum(CASE WHEN previous_file IS NULL OR create_time >= previous_file + INTERVAL 15 MINUTES THEN 1 ELSE 0 END)
+           OVER (PARTITION BY table_name ORDER BY create_time ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS delivery
+  FROM files
+),
+deliveries AS (
+  SELECT table_name, min(create_time) AS delivered_at FROM numbered GROUP BY table_name, delivery
 ),
 gaps AS (
   SELECT table_name, delivered_at,

@@ -210,9 +210,14 @@ recently_closed AS (
   FROM incidents WHERE status = 'CLOSED' AND closed_at > (SELECT now FROM clock) - INTERVAL 24 HOURS
 ),
 errors_outside_incidents AS (
+  -- errors of updates that did not fail (retried flows, running updates), but not of an update canceled
+  -- while an incident was open
   SELECT CAST(count(*) AS DOUBLE) AS n
   FROM errors e JOIN update_status u ON u.update_id = e.update_id
-  WHERE e.event_time > (SELECT now FROM clock) - INTERVAL 24 HOURS AND u.final_state <> 'FAILED'
+  WHERE e.event_time > (SELECT now FROM clock) - INTERVAL 24 HOURS AND u.final_state IS DISTINCT FROM 'FAILED'
+    AND NOT (u.final_state = 'CANCELED' AND EXISTS (
+      SELECT 1 FROM incidents i
+      WHERE u.start_time >= i.opened_at AND u.start_time <= coalesce(i.closed_at, (SELECT now FROM clock))))
 ),
 judged AS (
   SELECT m.*, o.incident_id AS open_id, o.category AS open_category, o.recommended_action AS open_action,
@@ -224,7 +229,7 @@ judged AS (
 SELECT
   metric_name, metric_value, reason, (SELECT now FROM clock) AS checked_at,
   CAST((CASE WHEN explained_by IS NULL THEN metric_value
-             WHEN metric_name = 'errors_last_24h' AND open_id IS NULL THEN (SELECT n FROM errors_outside_incidents)
+             WHEN metric_name = 'errors_last_24h' THEN (SELECT n FROM errors_outside_incidents)
              ELSE 0 END) AS DOUBLE) AS alert_value,
   CAST((CASE WHEN metric_name = 'open_incidents' AND open_id IS NOT NULL
                THEN concat('incident ', open_id, ' (', open_category, '): ', coalesce(open_action, 'see run_insights'))

@@ -26,7 +26,7 @@ CREATE MATERIALIZED VIEW incidents (
   opened_date DATE COMMENT 'Date (UTC) it opened'
 )
 COMMENT 'One row per incident: a run of failed ingest updates from the first failure to the next completed update, with its root cause (run_insights) and the health metrics it explains, so that one failure pages once (lakewatch_incident) rather than through every alert it moves.'
-TBLPROPERTIES ('quality' = 'gold')
+TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
 WITH finished AS (
   SELECT update_id, start_time, end_time, final_state,

@@ -24,7 +24,7 @@ CREATE MATERIALIZED VIEW run_insights (
 )
 COMMENT 'One row per FAILED or CANCELED update (internal updates excluded): the failing flow and where it was defined, the error class and a concise message, the chain of events, the last flow that completed, and a root-cause category with a recommended action (rules in pipelines/insights.py; ''unknown'' when none matches).'
 PARTITIONED BY (update_date)
-TBLPROPERTIES ('quality' = 'gold')
+TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
 WITH ended AS (
   SELECT * FROM update_status WHERE final_state IN ('FAILED', 'CANCELED')

@@ -211,8 +211,10 @@ class Update:
 
     def record_refreshes(self) -> None:
         ctx = self.ctx
-        completed = {name for name in self.refresh.views
-                     if getattr(self.state.flow_status.get(ctx.sdp_flow_name(name)), "status", None) == "COMPLETED"}
+        assert ctx.registry is not None
+        completed = {name for name, output in ctx.registry.outputs.items()
+                     if output.dataset_type in ("STREAMING_TABLE", "MATERIALIZED_VIEW")
+                     and getattr(self.state.flow_status.get(ctx.sdp_flow_name(name)), "status", None) == "COMPLETED"}
         planning.record(ctx, self.refresh, completed)
 
     def finish(self, final_state: str, error: BaseException | None) -> tuple[str, datetime, BaseException | None]:

@@ -92,21 +92,60 @@ class States:
         self.versions = versions
         assert ctx.registry is not None
         self.outputs = ctx.registry.outputs
+        self.by_lower = {name.lower(): name for name in self.outputs}
         self.flows_of: dict[str, list[RecordedFlow]] = {}
         for flow in ctx.registry.flows.values():
             self.flows_of.setdefault(flow.target, []).append(flow)
         self.memo: dict[str, State] = {}
+        self.configuration = configuration_text(ctx)
+
+    def full_name(self, name: str) -> str:
+        """`catalog.schema.table` of a name of one, two or three parts, in lower case (Spark's names of
+        tables are case-insensitive)."""
+        parts = name.replace("`", "").lower().split(".")
+        if len(parts) == 1:
+            return self.ctx.qualified(parts[0]).lower()
+        if len(parts) == 2:
+            return f"{self.ctx.catalog}.{parts[0]}.{parts[1]}".lower()
+        return ".".join(parts)
 
     def own(self, name: str) -> str | None:
-        """The pipeline's dataset a read names, if it names one."""
-        short = name.split(".")[-1]
-        if short in self.outputs and ("." not in name or self.ctx.qualified(short) == self.ctx.qualified(name)):
+        """The pipeline's dataset a read names, if it names one (in any case, with or without its
+        schema and catalog)."""
+        short = self.by_lower.get(name.replace("`", "").lower().split(".")[-1])
+        if short is not None and ("." not in name or self.full_name(name) == self.full_name(short)):
             return short
         return None
 
     def of_read(self, name: str, stack: tuple[str, ...] = ()) -> State:
         own = self.own(name)
-        return self.of_dataset(own, stack) if own is not None else self.versions(self.ctx.qualified(name))
+        return self.of_dataset(own, stack) if own is not None else self.versions(self.full_name(name))
+
+    def tables_read(self, name: str) -> set[str]:
+        """The pipeline's tables (streaming tables and materialized views) `name`'s flows read, directly
+        or through the pipeline's views."""
+        found: set[str] = set()
+        for flow in self.flows_of.get(name, []):
+            for read in flow.inputs.names:
+                own = self.own(read)
+                if own is None or own == name:
+                    continue
+                if self.outputs[own].dataset_type == "VIEW":
+                    found |= self.tables_read(own)
+                else:
+                    found.add(own)
+        return found
+
+    def upstream(self, name: str) -> set[str]:
+        """Every table of the pipeline `name` depends on, however far up."""
+        seen: set[str] = set()
+        todo = list(self.tables_read(name))
+        while todo:
+            table = todo.pop()
+            if table not in seen:
+                seen.add(table)
+                todo.extend(self.tables_read(table))
+        return seen
 
     def of_dataset(self, name: str, stack: tuple[str, ...] = ()) -> State:
         """The dataset's state, or why it cannot be told. Every input is read even after one could not
@@ -117,10 +156,10 @@ class States:
         if name in stack:
             return Unknown(INPUT_NOT_IN_DELTA, f"{name} reads itself")
         output = self.outputs[name]
-        parts: list[str | bytes] = [output.dataset_type, output.definition]
+        parts: list[str | bytes] = [output.dataset_type, output.definition, self.configuration]
         unknown: list[Unknown] = []
         if output.dataset_type == "STREAMING_TABLE":
-            version = self.versions(self.ctx.qualified(name))
+            version = self.versions(self.ctx.qualified(name).lower())
             if isinstance(version, Unknown):
                 unknown.append(version)
             else:
@@ -144,6 +183,14 @@ class States:
     def _keep(self, name: str, state: State) -> State:
         self.memo[name] = state
         return state
+
+
+def configuration_text(ctx: UpdateContext) -> str:
+    """The update's pipeline configuration (`${...}` values, Spark settings such as the session time
+    zone) as text, without what differs per update: a change recomputes every view."""
+    configuration = getattr(ctx, "configuration", None)
+    values = configuration() if callable(configuration) else {}
+    return repr(sorted((k, v) for k, v in values.items() if k != measure.USER_METADATA_CONF))
 
 
 def table_version(ctx: UpdateContext, table: str) -> State:
@@ -189,13 +236,14 @@ def plan(ctx: UpdateContext) -> RefreshPlan:
     request, result = ctx.request, RefreshPlan()
     assert ctx.registry is not None
     outputs = ctx.registry.outputs
-    chosen = set(request.refresh_selection) | set(request.full_refresh_selection)
-    in_selection = {name for name, output in outputs.items() if output.dataset_type in ("STREAMING_TABLE", "MATERIALIZED_VIEW")
-                    and (request.full_refresh or not chosen or name in chosen or ctx.qualified(name) in chosen)}
-    full = {name for name in in_selection if request.full_refresh or name in request.full_refresh_selection
-            or ctx.qualified(name) in request.full_refresh_selection}
-    recorded = load(ctx)
     states = States(ctx, memoized(lambda table: table_version(ctx, table), result.versions_before))
+    chosen = set(request.refresh_selection) | set(request.full_refresh_selection)
+    selected = {states.own(name) for name in chosen}
+    fully = {states.own(name) for name in request.full_refresh_selection}
+    in_selection = {name for name, output in outputs.items() if output.dataset_type in ("STREAMING_TABLE", "MATERIALIZED_VIEW")
+                    and (request.full_refresh or not chosen or name in selected)}
+    full = {name for name in in_selection if request.full_refresh or name in fully}
+    recorded = load(ctx)
     for view in sorted(n for n in in_selection if outputs[n].dataset_type == "MATERIALIZED_VIEW"):
         state, last = states.of_dataset(view), recorded.get(view)  # read in every case: `record` needs them
         if view in full:
@@ -206,14 +254,26 @@ def plan(ctx: UpdateContext) -> RefreshPlan:
             result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, FIRST_REFRESH, "no completed refresh recorded")
         elif last.get("state") != state:
             result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, INPUT_CHANGED, "its definition or an input changed")
-        elif last.get("table") != table_version(ctx, ctx.qualified(view)):
+        elif last.get("table") != table_version(ctx, ctx.qualified(view).lower()):
             result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, TABLE_WRITTEN, "its table was written since")
         else:
             result.views[view] = ViewPlan(view, NO_OP)
+    # A view reading (however far up) a table this update fully refreshes, or a view it recomputes,
+    # reads what changes in this update: recomputed too.
+    changed = True
+    while changed:
+        changed = False
+        for view in result.skipped:
+            moved = {t for t in states.upstream(view) if t in full or (t in result.views and result.views[t].technique
+                                                                         == COMPLETE_RECOMPUTE)}
+            if moved:
+                result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, INPUT_CHANGED,
+                                              f"it reads {', '.join(sorted(moved))}, recomputed in this update")
+                changed = True
     skipped = set(result.skipped)
     if not skipped:
         return result
-    unknown = {name for name in chosen if name not in outputs and name.split(".")[-1] not in outputs}
+    unknown = {name for name in chosen if states.own(name) is None}
     if unknown:  # SDP's run refuses the names it does not know: the request goes to it as it was
         for view in skipped:
             result.views[view] = ViewPlan(view, COMPLETE_RECOMPUTE, INPUT_CHANGED,
@@ -244,16 +304,22 @@ def planning_event(ctx: UpdateContext, view: ViewPlan) -> dict[str, object]:
 
 def record(ctx: UpdateContext, refresh: RefreshPlan, completed: set[str]) -> None:
     """Keeps, for each view this update recomputed and completed, the state of what it read and its
-    table's version now; forgets the views it recomputed without completing. A streaming table of the
-    pipeline counts as the update left it (the view read it after its flow ran); any other table as it
-    was before the run: a commit made during the run may or may not have been read, so it makes the
-    next update recompute."""
+    table's version now; forgets the views it recomputed without completing. `completed`: the
+    pipeline's tables whose flow COMPLETED in this update.
+
+    A view is kept only when every table of the pipeline it depends on is current: a streaming table
+    that ran in this update, a materialized view planned NO_OP, or one this update recomputed from
+    current tables (a refresh selection that left an upstream table out makes its readers' states
+    unknown). A streaming table of the pipeline counts as the update left it (the view read it after
+    its flow ran); any other table as it was before the run: a commit made during the run may or may
+    not have been read, so it makes the next update recompute."""
     recomputed = {name for name, view in refresh.views.items() if view.technique == COMPLETE_RECOMPUTE}
     if not recomputed:
         return
     recorded = load(ctx)
-    streaming = {ctx.qualified(name) for name, output in (ctx.registry.outputs.items() if ctx.registry else ())
-                 if output.dataset_type == "STREAMING_TABLE"}
+    assert ctx.registry is not None
+    outputs = ctx.registry.outputs
+    streaming = {ctx.qualified(name).lower() for name, output in outputs.items() if output.dataset_type == "STREAMING_TABLE"}
 
     def version(table: str) -> State:
         if table in streaming:
@@ -261,11 +327,26 @@ def record(ctx: UpdateContext, refresh: RefreshPlan, completed: set[str]) -> Non
         return refresh.versions_before.get(table, Unknown(INPUT_NOT_IN_DELTA, f"{table} was not read before the run"))
 
     states = States(ctx, memoized(version, {}))
+    current: dict[str, bool] = {}
+
+    def is_current(table: str) -> bool:
+        if table not in current:
+            current[table] = False  # a cycle is not current
+            view = refresh.views.get(table)
+            if outputs[table].dataset_type == "STREAMING_TABLE":
+                ran = table in completed
+            elif view is not None and view.technique == NO_OP:
+                ran = True
+            else:
+                ran = table in completed and view is not None
+            current[table] = ran and all(is_current(t) for t in states.tables_read(table))
+        return current[table]
+
     for name in sorted(recomputed):
         recorded.pop(name, None)
-        if name not in completed:
+        if not is_current(name):
             continue
-        state, table = states.of_dataset(name), table_version(ctx, ctx.qualified(name))
+        state, table = states.of_dataset(name), table_version(ctx, ctx.qualified(name).lower())
         if isinstance(state, str) and isinstance(table, str):
             recorded[name] = {"state": state, "table": table, "update_id": ctx.update_id}
     path = state_file(ctx)
