@@ -49,7 +49,7 @@ class DriftField:
     first_time: datetime | None
     last_file: str
     last_time: datetime | None
-    kind: str  # NEW | IN_SCHEMA | CASE_VARIANT
+    kind: str  # NEW, IN_SCHEMA or CASE_VARIANT: "new", "in schema", "case variant"
     column: str | None = None  # the schema's column of that name (any case)
     waiting: int = 0  # IN_SCHEMA: rows whose value fits the column, until a full refresh fills it
     mismatched: int = 0  # IN_SCHEMA: rows whose value does not fit the column's type

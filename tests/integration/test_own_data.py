@@ -242,4 +242,4 @@ def test_add_table_and_drift_print_their_results_as_documented_json(own):
     tables = {t["table"]: t for t in json.loads(out)}
     assert set(tables) == {t["name"] for t in own["config"]["tables"]}
     priority = next(f for f in tables["shipments"]["fields"] if f["name"] == "priority")
-    assert (priority["type"], priority["rows"], priority["kind"]) == ("BIGINT", DRIFTED, "NEW")
+    assert (priority["type"], priority["rows"], priority["kind"]) == ("BIGINT", DRIFTED, "new")
