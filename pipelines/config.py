@@ -40,7 +40,7 @@ from pipelines.table_options import (
 )
 
 TABLE_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-# Leaves room for the longest suffix ('_bronze') within Unity Catalog's 255-character limit.
+# Leaves room for the longest suffix ('_rejected') within Unity Catalog's 255-character limit.
 TABLE_NAME_MAX_LENGTH = 128
 COLUMN_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SUPPORTED_FORMATS = ("json", "csv", "parquet")
@@ -52,7 +52,11 @@ SOURCE_FILE = "_source_file"
 SOURCE_FILE_MTIME = "_source_file_modification_time"
 INGESTED_AT = "_ingested_at"
 RECORD_HASH = "_record_hash"
-RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME, INGESTED_AT, RECORD_HASH)
+# Columns of a table's rejected rows (`{table}_rejected`) beside the clean table's.
+FAILED_EXPECTATIONS = "_failed_expectations"
+REJECTED_AT = "_rejected_at"
+RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME, INGESTED_AT, RECORD_HASH,
+                    FAILED_EXPECTATIONS, REJECTED_AT)
 
 CORRUPT_RECORDS_SINK = "corrupt_records_sink"
 
@@ -110,6 +114,15 @@ class TableSpec:
         return self.name
 
     @property
+    def rejected_name(self) -> str:
+        """The streaming table of the rows the table's `drop` expectations remove."""
+        return f"{self.name}_rejected"
+
+    @property
+    def drop_expectations(self) -> tuple[Expectation, ...]:
+        return tuple(e for e in self.expectations if e.action == Action.DROP)
+
+    @property
     def sink_flow_name(self) -> str:
         return f"{self.name}_to_{CORRUPT_RECORDS_SINK}"
 
@@ -135,7 +148,15 @@ class TableSpec:
         return f"{root.rstrip('/')}/{self.landing}"
 
     def dataset_names(self) -> tuple[str, ...]:
-        return (self.source_name, self.bronze_name, self.clean_name)
+        """The datasets the ingest pipeline declares for the table: the rejected rows' table only when
+        a `drop` expectation can reject any."""
+        rejected = (self.rejected_name,) if self.drop_expectations else ()
+        return (self.source_name, self.bronze_name, self.clean_name, *rejected)
+
+    def streaming_tables(self) -> tuple[str, ...]:
+        """The table's streaming tables, bronze first: a full refresh of bronze needs the others too,
+        since their streams read bronze and cannot follow a truncated table."""
+        return self.dataset_names()[1:]
 
     def move_destination_path(self, landing_root: str) -> str | None:
         """Where clean_source MOVE puts committed files (a folder under the landing root), else None."""

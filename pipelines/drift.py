@@ -177,7 +177,7 @@ def describe(fields: Sequence[DriftField], table: TableSpec) -> list[str]:
             lines.append(f"  {'':<{width}}  last  {last}")
         if f.kind == IN_SCHEMA and f.waiting:
             lines.append(f"  {'':<{width}}  {f.waiting} rows keep it in _rescued_data until a full refresh: "
-                         f"lakewatch run --full-refresh-selection {table.bronze_name},{table.name}")
+                         f"lakewatch run --full-refresh {','.join(table.streaming_tables())}")
         if f.kind == IN_SCHEMA and f.mismatched:
             lines.append(f"  {'':<{width}}  {f.mismatched} values do not fit {f.data_type} (rescued for that)")
     return lines

@@ -8,7 +8,11 @@ For a table `t` it declares:
 - an append flow `t_to_corrupt_records_sink` of bronze rows with `_corrupt_record` set into the
   shared `corrupt_records_sink` (each row names its source table, file and a content hash);
 - `t`         the clean table: a streaming table fed from bronze, without corrupt rows, with the
-              table's business expectations.
+              table's business expectations;
+- `t_rejected` (when `t` has a `drop` expectation) the rows those expectations remove, with the
+              clean table's columns and the names of the `drop` expectations each row failed:
+              Databricks' documented quarantine pattern, a flow of the inverse condition beside the
+              expectation, so that a dropped row is kept and can be found, not only counted.
 
 Why the clean dataset is a streaming table and not a view: the seeds call `{table}` a clean view, but
 a view (or a materialized view, which Databricks recomputes in full when it has expectations) would
@@ -31,8 +35,10 @@ from pipelines.adapter import LANDING_ROOT_KEY, Engine, engine_for, tables_confi
 from pipelines.config import (
     CORRUPT_RECORD,
     CORRUPT_RECORDS_SINK,
+    FAILED_EXPECTATIONS,
     INGESTED_AT,
     RECORD_HASH,
+    REJECTED_AT,
     RESCUED_DATA,
     SOURCE_FILE,
     SOURCE_FILE_MTIME,
@@ -84,6 +90,15 @@ def clean_query(bronze: DataFrame, table: TableSpec) -> DataFrame:
     )
 
 
+def rejected_query(bronze: DataFrame, table: TableSpec) -> DataFrame:
+    """Rejected rows: the clean query's rows that fail one or more of the table's `drop` expectations
+    (false or NULL, as the expectation counts them), with the names of those it failed and when."""
+    drops = table.drop_expectations
+    failed = F.array_compact(F.array(*[F.when(~e.passes(), F.lit(e.name)) for e in drops]))
+    return clean_query(bronze, table).where(~expectations.all_pass(drops, expectations.Action.DROP)).select(
+        "*", failed.alias(FAILED_EXPECTATIONS), F.current_timestamp().alias(REJECTED_AT))
+
+
 def declare_sink(spark: SparkSession, engine: Engine) -> None:
     from pyspark import pipelines as dp
 
@@ -92,7 +107,7 @@ def declare_sink(spark: SparkSession, engine: Engine) -> None:
 
 
 def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing_root: str) -> None:
-    """Declares the four datasets of one table."""
+    """Declares the datasets of one table (`TableSpec.dataset_names`) and its flow into the sink."""
     from pyspark import pipelines as dp
 
     path = table.landing_path(landing_root)
@@ -124,6 +139,16 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
     @engine.query(table.clean_name, table.clean_name, table.expectations, streaming=True)
     def clean() -> DataFrame:
         return clean_query(spark.readStream.table(table.bronze_name), table)
+
+    if table.drop_expectations:
+        @dp.table(
+            name=table.rejected_name,
+            comment=f"Rows of {table.name} that its drop expectations removed, with the expectations each failed.",
+            table_properties=engine.table_properties({"quality": "silver", **CHANGE_TRACKING}),
+        )
+        @engine.query(table.rejected_name, table.rejected_name, (), streaming=True)
+        def rejected() -> DataFrame:
+            return rejected_query(spark.readStream.table(table.bronze_name), table)
 
 
 def declare_ingestion(spark: SparkSession) -> None:

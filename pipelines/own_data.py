@@ -111,5 +111,5 @@ def show_drift(project: Any, table: str | None, apply: bool, fields: Sequence[st
         waiting = sum(f.rows for f in added)
         say(f"next update: new files fill the new column(s). The {waiting} row(s) already in "
             f"{spec.bronze_name} keep the value in _rescued_data until a full refresh: lakewatch run "
-            f"--full-refresh-selection {spec.bronze_name},{spec.clean_name} (it reads the landing files again)")
+            f"--full-refresh {','.join(spec.streaming_tables())} (it reads the landing files again)")
     return documents

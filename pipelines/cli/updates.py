@@ -88,7 +88,7 @@ def cmd_run(args: argparse.Namespace, project: LocalProject) -> int:
     request = update_request(args)
     # Bad input (an unknown pipeline, an unresolved variable, tables.yml, landing folders) fails
     # here, before the engine starts; then the run lock, before anything is read or written.
-    check_update(project, request.pipeline, request.configuration)
+    check_update(project, request.pipeline, request.configuration, full_refresh_selection=request.full_refresh_selection)
     project.lock_runs(f"lakewatch run {request.pipeline}")
     note(f"landing root: {project.landing_root()}")
     with Counter("flows finished") as counter:

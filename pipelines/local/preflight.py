@@ -32,10 +32,11 @@ RUN_HINT = ", run the bundle's job (`lakewatch job`), whose prepare_landing task
 
 
 def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[str, str]] = (),
-                 prepared_by: Mapping[str, Any] | None = None) -> None:
+                 prepared_by: Mapping[str, Any] | None = None, full_refresh_selection: Iterable[str] = ()) -> None:
     """Everything one update of `pipeline_key` reads, checked without starting the engine.
     `configuration` is the extra pipeline configuration of the update (`--set`). `prepared_by`, for a
-    pipeline task of a job: the job's key and the tasks it runs after that prepare landing folders."""
+    pipeline task of a job: the job's key and the tasks it runs after that prepare landing folders.
+    `full_refresh_selection`: the tables the update resets."""
     pipeline = project.pipeline(pipeline_key)  # resolves the whole resource; BundleError names the reference
     conf = {**pipeline.configuration, **project.settings.configuration, **dict(configuration)}
     tables_file = conf.get(TABLES_CONFIG_KEY)
@@ -43,6 +44,8 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
         return  # the pipeline does not read the table configuration
     tables = load_tables(tables_file)
     root = conf.get(LANDING_ROOT_KEY)
+    if root:
+        check_full_refresh_selection(pipeline.name, tables, full_refresh_selection)
     if not root:
         return  # it reads the tables (e.g. observability), not their landing files
     folders = tables.landing_paths(root)  # CONFIG_INVALID_LANDING for a landing outside the root
@@ -63,6 +66,20 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
             "hint": RUN_HINT if prepared_by is None else
             " (no task this pipeline task runs after prepares them: see `lakewatch check`),",
         })
+
+
+def check_full_refresh_selection(pipeline: str, tables: Any, selection: Iterable[str]) -> None:
+    """A full refresh that resets a bronze table resets every streaming table that reads it too (the
+    clean table, the rejected rows): their streams cannot follow a table that was truncated and written
+    again, so the update would fail in their flows after bronze was already rewritten."""
+    chosen = set(selection)
+    for table in tables.tables:
+        needed = table.streaming_tables()
+        if table.bronze_name in chosen and not set(needed) <= chosen:
+            raise LakewatchError("FULL_REFRESH_INCOMPLETE", {
+                "pipeline": pipeline, "bronze": table.bronze_name,
+                "missing": ", ".join(n for n in needed if n not in chosen),
+                "selection": ",".join([*selection, *(n for n in needed if n not in chosen)])})
 
 
 def check_job(project: Any, job_key: str) -> None:

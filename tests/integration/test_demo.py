@@ -64,6 +64,35 @@ def test_event_log_rows_and_expectation_counts_equal_the_table(tables, bronze):
     assert sums["no_corrupt_record"] == counts["corrupt"] > 0
 
 
+@pytest.mark.parametrize("table", [b.removesuffix("_bronze") for b in BRONZE])
+def test_every_row_a_drop_expectation_removed_is_kept_once_with_its_reasons(tables, table):
+    """Bronze's rows without a corrupt record are the clean table's rows and the rejected rows, each
+    once (compared by content, source file and ingestion time, not by the conditions); each rejected row
+    names the key expectation, whose column the generator nulled; the rows the rejected flow wrote per
+    update equal the clean flow's dropped_records, and `rejected_rows` says ok for each."""
+    data = [c for c in tables.table(table).columns]
+    bronze = tables.table(f"{table}_bronze").where("_corrupt_record IS NULL").select(*data)
+    rejected = tables.table(f"{table}_rejected")
+    kept = tables.table(table).select(*data).unionAll(rejected.select(*data))
+    assert rejected.count() > 0
+    assert bronze.exceptAll(kept).count() == 0 and kept.exceptAll(bronze).count() == 0
+    key = {"orders": "order_id", "customers": "customer_id", "payments": "payment_id"}[table]
+    reasons = {tuple(r[0]) for r in rejected.select("_failed_expectations").distinct().collect()}
+    assert reasons == {(f"has_{key}",)}
+    assert rejected.where(f"{key} IS NOT NULL").count() == 0
+    per_update = tables.sql(
+        "SELECT origin.update_id AS u, substring_index(origin.flow_name, '.', -1) AS flow, "
+        "sum(cast(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT)) AS written, "
+        "sum(cast(get_json_object(details, '$.flow_progress.data_quality.dropped_records') AS BIGINT)) AS dropped "
+        "FROM {log} WHERE event_type = 'flow_progress' AND level = 'METRICS' GROUP BY 1, 2",
+        log="lakewatch_ingest_event_log").collect()
+    dropped = {r["u"]: r["dropped"] for r in per_update if r["flow"] == table and r["dropped"] is not None}
+    written = {r["u"]: r["written"] for r in per_update if r["flow"] == f"{table}_rejected"}
+    assert dropped and dropped == written and sum(written.values()) == rejected.count()
+    statuses = tables.table("rejected_rows").where(f"table_name = '{table}'").select("update_id", "status").collect()
+    assert {r["update_id"]: r["status"] for r in statuses} == {u: "ok" for u in dropped}
+
+
 @pytest.mark.parametrize("log", ["lakewatch_ingest_event_log", "lakewatch_observability_event_log"])
 def test_every_update_has_exactly_one_terminal_state(tables, log):
     rows = tables.sql(
@@ -201,7 +230,7 @@ def test_update_status_shows_the_failed_demo_update_with_its_error(tables):
     updates = tables.table("update_status").where("pipeline_name = 'lakewatch_ingest'").orderBy("start_time").collect()
     assert [u["final_state"] for u in updates] == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
     failed = updates[2]
-    assert failed["failed_flows"] == 1 and failed["skipped_flows"] == 2
+    assert failed["failed_flows"] == 1 and failed["skipped_flows"] == 3  # the clean, rejected and sink flows
     assert failed["first_error_class"] == "STREAM_FAILED"
     roots = {r["root_cause_class"] for r in tables.table("errors").where(f"update_id = '{failed['update_id']}'").collect()}
     assert roots == {"java.io.EOFException"}

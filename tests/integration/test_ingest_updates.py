@@ -231,7 +231,8 @@ def test_failed_update_names_the_flow_and_error(scenario):
     }
     skipped = {r["flow"] for r in log.where(
         "get_json_object(details, '$.flow_progress.status') = 'SKIPPED'").selectExpr("origin.flow_name AS flow").collect()}
-    assert skipped == {"spark_catalog.lakewatch.orders", "orders_to_corrupt_records_sink"}
+    assert skipped == {"spark_catalog.lakewatch.orders", "spark_catalog.lakewatch.orders_rejected",
+                       "orders_to_corrupt_records_sink"}
     terminal = log.where("event_type = 'update_progress'").orderBy("timestamp").collect()[-1]
     assert terminal["level"] == "ERROR" and '"FAILED"' in terminal["details"]
     assert terminal["error"]["exceptions"][-1]["class_name"] == "java.io.EOFException"
@@ -345,7 +346,8 @@ def test_an_update_with_nothing_new_for_a_table_commits_nothing_to_it(scenario, 
         F.expr("sum(cast(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT))").alias("rows"),
         F.expr("count(origin.batch_id)").alias("batches"),
     ).selectExpr("substring_index(flow_name, '.', -1) AS flow", "rows", "batches").collect()}
-    assert rows == {f"{table}_bronze": (0, 0), table: (0, 0), f"{table}_to_corrupt_records_sink": (0, 0)}
+    assert rows == {f"{table}_bronze": (0, 0), table: (0, 0), f"{table}_to_corrupt_records_sink": (0, 0),
+                    f"{table}_rejected": (0, 0)}
 
 
 def test_updates_of_an_existing_schema_log_no_metastore_error(scenario):

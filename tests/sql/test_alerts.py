@@ -234,6 +234,22 @@ def after_full_refresh_documented_only() -> Inputs:
     return full_refresh_story(NOW, databricks=True, documented_create_update=True)[1]
 
 
+def dropped_and_rejected(rejected: int) -> Inputs:
+    """The last update's drop expectation removed 3 rows of orders; its rejected flow wrote `rejected`."""
+    u = completed_update("last", ago(minutes=5), duration=62, rows=100)
+    u.ran("orders", 32, 58, 97, dropped=3, expectations=[("has_order_id", 97, 3)], batch_id=0)
+    u.ran("orders_rejected", 32, 58, rejected, batch_id=0)
+    return history(u)
+
+
+def rejected_row_lost() -> Inputs:
+    return dropped_and_rejected(2)
+
+
+def rejected_rows_kept() -> Inputs:
+    return dropped_and_rejected(3)
+
+
 SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     # alert key: (a scenario that triggers it, a healthy one that does not)
     "lakewatch_incident": (failed_last, failed_then_recovered),
@@ -254,6 +270,7 @@ SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     "lakewatch_duration_trend": (slower_each_week, steady_weeks),
     "lakewatch_table_without_rows": (one_table_quiet, every_table_within_its_limit),
     "lakewatch_files_late": (producer_silent, producer_on_time),
+    "lakewatch_rejected_rows_not_reconciled": (rejected_row_lost, rejected_rows_kept),
 }
 
 

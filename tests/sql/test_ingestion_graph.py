@@ -35,12 +35,13 @@ def graph(spark, project_root: Path):
         spark.conf.unset(k)
 
 
-def test_every_table_gets_the_four_datasets(graph):
+def test_every_table_gets_its_datasets(graph):
     kinds = {o.name: type(o) for o in graph.outputs}
     for table in ("orders", "customers"):
         assert kinds[f"{table}_source"] is TemporaryView
         assert kinds[f"{table}_bronze"] is StreamingTable
         assert kinds[table] is StreamingTable  # the clean table: each row's expectations counted once
+        assert kinds[f"{table}_rejected"] is StreamingTable  # the demo's tables each have a drop expectation
     assert [n for n, k in kinds.items() if k is Sink] == ["corrupt_records_sink"]
 
 
@@ -57,7 +58,7 @@ def test_row_tracking_is_declared_for_databricks_only(graph):
     from pipelines.ingestion import CHANGE_TRACKING
 
     declared = {o.name: o.table_properties for o in graph.outputs if isinstance(o, StreamingTable)}
-    for table in ("orders_bronze", "orders", "customers_bronze", "customers"):
+    for table in ("orders_bronze", "orders", "orders_rejected", "customers_bronze", "customers"):
         assert declared[table]["delta.enableChangeDataFeed"] == "true"
         assert "delta.enableRowTracking" not in declared[table]
     assert adapter.DatabricksEngine().table_properties(CHANGE_TRACKING) == {
@@ -77,7 +78,9 @@ def test_local_engine_records_what_the_runner_measures(graph):
     assert graph.local_graph.measured_flows == {
         "orders_bronze", "customers_bronze", "orders_to_corrupt_records_sink", "customers_to_corrupt_records_sink",
         "orders", "customers", "payments_bronze", "payments_to_corrupt_records_sink", "payments",
+        "orders_rejected", "customers_rejected", "payments_rejected",
     }
+    assert "orders_rejected" not in graph.local_graph.expectations  # its rows are counted, not judged
 
 
 def test_databricks_engine_refuses_expectations_without_databricks_runtime():

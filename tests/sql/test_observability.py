@@ -842,3 +842,37 @@ def test_the_views_the_sql_reads_are_the_ones_the_python_definition_file_declare
     datasets = {t.name for t in TABLES}
     assert declared == set(SOURCE_VIEWS.values()) | {"clock"}
     assert read - datasets == declared | {EVENT_LOG}
+
+
+def test_rejected_rows_reconcile_with_the_rows_drop_expectations_removed(fresh):
+    """Per update and clean table: the clean flow's dropped_records against the rows its
+    `{table}_rejected` flow wrote. Equal is ok; fewer rejected rows than dropped is missing_rows (a row
+    lost); a rejected flow that wrote without a count is not_measured, and the health metric is then
+    NULL with the reason rather than 0. A failed update is left to the incident."""
+    start = NOW - dt.timedelta(hours=3)
+
+    def update(update_id: str, at: dt.datetime, dropped: int, rejected: int | None, final: str = "COMPLETED") -> Update:
+        u = Update(update_id, at)
+        u.state("RUNNING", 1)
+        u.ran("orders", 2, 8, 100 - dropped, dropped=dropped, expectations=[("has_id", 100 - dropped, dropped)])
+        u.ran("orders_rejected", 3, 8, None)
+        u.metrics("orders_rejected", 7.5, rows=rejected, batch_id=0)
+        return u.state(final, 10)
+
+    observability_views(fresh, [update("u1", start, 4, 4), update("u2", start + dt.timedelta(minutes=30), 3, 2)],
+                        only=["rejected_rows", "health_metrics"], now=NOW)
+    assert rows(fresh, "SELECT update_id, table_name, dropped_records, rejected_rows, difference, status "
+                       "FROM rejected_rows ORDER BY update_id") == [
+        ("u1", "orders", 4, 4, 0, "ok"), ("u2", "orders", 3, 2, 1, "missing_rows")]
+    metric = rows(fresh, "SELECT metric_value, reason FROM health_metrics WHERE metric_name = 'rejected_rows_not_reconciled'")
+    assert metric == [(1.0, None)]
+
+    unmeasured = fresh.newSession()
+    observability_views(unmeasured, [update("u1", start, 4, 4), update("u3", start + dt.timedelta(hours=1), 2, None),
+                                     update("u4", start + dt.timedelta(hours=2), 5, 1, final="FAILED")],
+                        only=["rejected_rows", "health_metrics"], now=NOW)
+    assert rows(unmeasured, "SELECT update_id, status FROM rejected_rows ORDER BY update_id") == [
+        ("u1", "ok"), ("u3", "not_measured"), ("u4", "missing_rows")]
+    [(value, reason)] = rows(unmeasured, "SELECT metric_value, reason FROM health_metrics "
+                                         "WHERE metric_name = 'rejected_rows_not_reconciled'")
+    assert value is None and "orders" in reason and "1 completed update" in reason

@@ -142,6 +142,19 @@ def test_a_missing_landing_folder_is_refused_before_the_engine(capsys, bundle_co
     assert "table 'orders'" not in err
 
 
+@pytest.mark.parametrize("selection, missing", [
+    ("orders_bronze", "orders, orders_rejected"),
+    ("orders_bronze,orders", "orders_rejected"),
+])
+def test_a_full_refresh_of_bronze_without_the_tables_that_stream_from_it_is_refused(capsys, bundle_copy, selection, missing):
+    """The clean table and the rejected rows read bronze as a stream: resetting bronze alone would
+    fail their flows after bronze was rewritten. Refused before the engine, naming the selection to give."""
+    bundle_copy.landing("orders", "customers", "payments")
+    err = refused(capsys, bundle_copy, "run", "--full-refresh", selection)
+    assert f"[FULL_REFRESH_INCOMPLETE] The full refresh of 'orders_bronze' in pipeline 'lakewatch_ingest' leaves out {missing}," in err
+    assert "--full-refresh orders_bronze,orders,orders_rejected" in err
+
+
 def test_the_job_is_not_refused_for_landing_folders_its_first_task_creates(bundle_copy):
     from pipelines.local import project as project_module
     from pipelines.local.home import LocalHome

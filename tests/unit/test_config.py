@@ -43,7 +43,8 @@ def test_valid_file_loads_with_defaults(tmp_path):
     assert orders.column_names == ("order_id", "amount")
     assert orders.columns[1].data_type == "DECIMAL(10,2)"
     assert [(e.name, e.action) for e in orders.expectations] == [("has_id", Action.DROP), ("positive", Action.WARN)]
-    assert orders.dataset_names() == ("orders_source", "orders_bronze", "orders")
+    assert orders.dataset_names() == ("orders_source", "orders_bronze", "orders", "orders_rejected")
+    assert orders.streaming_tables() == ("orders_bronze", "orders", "orders_rejected")
     assert orders.landing_path("/Volumes/main/x/landing") == "/Volumes/main/x/landing/orders"
 
 
@@ -184,6 +185,26 @@ def test_colliding_dataset_names(tmp_path):
     second = VALID.split("tables:\n", 1)[1].replace("name: orders", "name: orders_bronze")
     error = error_of(tmp_path, VALID + second)
     assert error.error_class == "CONFIG_RESERVED_TABLE_NAME" and "orders_bronze" in str(error)
+
+
+def test_a_table_without_a_drop_expectation_has_no_rejected_rows_table(tmp_path):
+    config = load_tables(write(tmp_path, VALID.replace("action: drop", "action: warn")))
+    orders = config.table("orders")
+    assert orders.drop_expectations == ()
+    assert orders.dataset_names() == ("orders_source", "orders_bronze", "orders")
+    assert orders.streaming_tables() == ("orders_bronze", "orders")
+
+
+def test_a_table_named_like_another_tables_rejected_rows_collides(tmp_path):
+    second = VALID.split("tables:\n", 1)[1].replace("name: orders", "name: orders_rejected").replace(
+        "landing: orders", "landing: other")
+    error = error_of(tmp_path, VALID + second)
+    assert error.error_class == "CONFIG_RESERVED_TABLE_NAME" and "orders_rejected" in str(error)
+
+
+def test_the_rejected_rows_columns_are_reserved(tmp_path):
+    error = error_of(tmp_path, VALID.replace("      amount: decimal(10, 2)", "      amount: decimal(10, 2)\n      _failed_expectations: STRING"))
+    assert "_failed_expectations" in str(error)
 
 
 def test_invalid_yaml_and_missing_file(tmp_path):
