@@ -337,7 +337,7 @@ def test_an_update_with_nothing_new_for_a_table_commits_nothing_to_it(scenario, 
     engine's catalog commits no property set that changes nothing (pipelines/local/delta_catalog.py)."""
     update_5 = scenario.updates[4][0]
     assert tagged_commits(scenario, "orders_bronze", update_5) == ["STREAMING UPDATE"]  # the tags are there
-    for dataset in (f"{table}_bronze", table):
+    for dataset in (f"{table}_bronze", table, f"{table}_rejected"):
         assert tagged_commits(scenario, dataset, update_5) == [], dataset
     # No micro-batch ran, so each flow's METRICS say 0 rows without a batch id (not NULL: not measured).
     rows = {r["flow"]: (r["rows"], r["batches"]) for r in event_log(scenario).where(

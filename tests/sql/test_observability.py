@@ -851,12 +851,15 @@ def test_rejected_rows_reconcile_with_the_rows_drop_expectations_removed(fresh):
     NULL with the reason rather than 0. A failed update is left to the incident."""
     start = NOW - dt.timedelta(hours=3)
 
-    def update(update_id: str, at: dt.datetime, dropped: int, rejected: int | None, final: str = "COMPLETED") -> Update:
+    def update(update_id: str, at: dt.datetime, dropped: int, rejected: int | None, final: str = "COMPLETED",
+               kept: bool = True) -> Update:
         u = Update(update_id, at)
         u.state("RUNNING", 1)
+        u.ran("orders_bronze", 1.5, 2, 100, dropped=0, expectations=[("no_rescued_data", 100, 0)])  # no drop rule
         u.ran("orders", 2, 8, 100 - dropped, dropped=dropped, expectations=[("has_id", 100 - dropped, dropped)])
-        u.ran("orders_rejected", 3, 8, None)
-        u.metrics("orders_rejected", 7.5, rows=rejected, batch_id=0)
+        if kept:
+            u.ran("orders_rejected", 3, 8, None)
+            u.metrics("orders_rejected", 7.5, rows=rejected, batch_id=0)
         return u.state(final, 10)
 
     observability_views(fresh, [update("u1", start, 4, 4), update("u2", start + dt.timedelta(minutes=30), 3, 2)],
@@ -868,11 +871,13 @@ def test_rejected_rows_reconcile_with_the_rows_drop_expectations_removed(fresh):
     assert metric == [(1.0, None)]
 
     unmeasured = fresh.newSession()
-    observability_views(unmeasured, [update("u1", start, 4, 4), update("u3", start + dt.timedelta(hours=1), 2, None),
+    observability_views(unmeasured, [update("u0", start - dt.timedelta(hours=1), 6, None, kept=False),
+                                     update("u1", start, 4, 4), update("u3", start + dt.timedelta(hours=1), 2, None),
                                      update("u4", start + dt.timedelta(hours=2), 5, 1, final="FAILED")],
                         only=["rejected_rows", "health_metrics"], now=NOW)
+    # u0 ran before the table kept its rejected rows: counted only, no mismatch
     assert rows(unmeasured, "SELECT update_id, status FROM rejected_rows ORDER BY update_id") == [
-        ("u1", "ok"), ("u3", "not_measured"), ("u4", "missing_rows")]
+        ("u0", "not_kept"), ("u1", "ok"), ("u3", "not_measured"), ("u4", "missing_rows")]
     [(value, reason)] = rows(unmeasured, "SELECT metric_value, reason FROM health_metrics "
                                          "WHERE metric_name = 'rejected_rows_not_reconciled'")
     assert value is None and "orders" in reason and "1 completed update" in reason

@@ -6,7 +6,7 @@ CREATE MATERIALIZED VIEW dropped_records (
 )
 COMMENT 'Per update and dataset: rows removed by `drop` expectations.'
 PARTITIONED BY (update_date)
-TBLPROPERTIES ('quality' = 'gold')
+TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
 SELECT update_id, dataset, sum(dropped_records) AS dropped_records, to_date(max(event_time)) AS update_date
 FROM events

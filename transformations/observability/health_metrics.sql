@@ -24,7 +24,8 @@
 --   window and no limit of its own is not judged (lakewatch_no_rows covers every table).
 -- - rejected_rows_not_reconciled: (update, table) pairs of the completed updates of the last 24 hours whose
 --   rows dropped by expectations differ from the rows their rejected table received (rejected_rows); NULL
---   when none differ but some were not measured. Failed updates are the incidents' to page for.
+--   when none differ but some were not measured. Failed updates are the incidents' to page for; updates
+--   from before a table kept its rejected rows (not_kept) are no mismatch.
 -- - open_incidents: incidents (the incidents view) still open. An open incident explains the metrics it
 --   lists (`explains`): their alert_value is 0 and alert_reason names it, so the failure pages once,
 --   through lakewatch_incident; the errors of a closed incident's failed updates are left out of
