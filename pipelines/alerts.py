@@ -163,14 +163,16 @@ def run_alert(spark: Any, spec: AlertSpec) -> AlertResult:
     return evaluate(spec, rows)
 
 
-def format_result(result: AlertResult) -> str:
+def format_result(result: AlertResult, key_width: int = 30) -> str:
+    """One alert's state, value against threshold and name on a line (`key_width`: the key column's
+    width, the longest key of those printed together), its reason and error on lines below."""
     def show(v: Any) -> str:
         if v is None:
             return "NULL"
         return f"{v:.4g}" if isinstance(v, float) else str(v)
 
     comparison = f"{show(result.value)} {result.spec.operator} {show(result.threshold)}"
-    line = f"{result.state:<9} {result.spec.key:<30} {comparison:<40} {result.spec.display_name}"
+    line = f"{result.state:<9} {result.spec.key:<{key_width}} {comparison:<40} {result.spec.display_name}"
     if result.reason:
         line += f"\n          {'not measured: ' if result.value is None else ''}{result.reason}"
     return line + (f"\n          error: {result.error}" if result.error else "")

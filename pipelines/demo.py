@@ -167,8 +167,10 @@ def print_dashboard(project: Any) -> bool:
 def print_alerts(project: Any) -> None:
     project.use_schema()
     project.print("alerts (the bundle's SQL alerts, evaluated on the local tables):")
-    for spec in load_alerts(project.bundle):
-        project.print("  " + format_result(run_alert(project.spark, spec)))
+    specs = load_alerts(project.bundle)
+    width = max((len(spec.key) for spec in specs), default=0)
+    for spec in specs:
+        project.print("  " + format_result(run_alert(project.spark, spec), width))
 
 
 def print_health(project: Any) -> None:

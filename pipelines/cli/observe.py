@@ -28,8 +28,9 @@ def cmd_alerts(args: argparse.Namespace, project: LocalProject) -> int:
             for r in results
         ])
     else:
+        width = max((len(r.spec.key) for r in results), default=0)
         for r in results:
-            result(format_result(r))
+            result(format_result(r, width))
     alarming = [r for r in results if r.state in ("TRIGGERED", "ERROR")]
     if args.fail_on_trigger and alarming:
         return EXIT_FAILED
