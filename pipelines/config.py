@@ -352,7 +352,7 @@ def parse_tables(path: str, data: Any) -> TablesConfig:
             raise ConfigError(
                 "CONFIG_RESERVED_TABLE_NAME", {"name": t.name, "reason": "it is the quarantine sink's name"}
             )
-        for d in t.dataset_names():
+        for d in dict.fromkeys((*t.dataset_names(), t.rejected_name)):  # its rejected rows' name, drop rule or not
             if d in datasets:
                 if datasets[d] == t.name:
                     raise ConfigError("CONFIG_DUPLICATE_TABLE", {"name": t.name, "path": path})

@@ -14,7 +14,7 @@ first and last file (by modification time) it came in. Each field is one of:
 
 What happens after `--apply`, as on Databricks after a schema change: the next update reads new files
 with the new column filled; rows already in bronze keep the value in `_rescued_data` until a full
-refresh of the table (`lakewatch run --full-refresh-selection <table>_bronze,<table>`), and
+refresh of the table's streaming tables (`lakewatch run --full-refresh <table>_bronze,<table>,<table>_rejected`), and
 `lakewatch drift` says how many are waiting.
 """
 

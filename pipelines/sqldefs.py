@@ -107,13 +107,17 @@ def without_literals(text: str) -> str:
 
 
 _FROM_ARGUMENT = re.compile(r"\b(?:trim|extract|substring|substr|overlay|position|date_part)\s*\(", re.IGNORECASE)
+_DISTINCT_FROM = re.compile(r"\bIS\s+(?:NOT\s+)?DISTINCT\s+(FROM)\b", re.IGNORECASE)
 
 
 def without_function_from(text: str) -> str:
     """`text` (without literals) with the FROM and IN keywords of function arguments blanked out
-    (`trim(BOTH ' ' FROM x)`, `extract(HOUR FROM at)`, `position('a' IN b)`), which read no relation;
-    a subquery inside such a call keeps its own FROM."""
+    (`trim(BOTH ' ' FROM x)`, `extract(HOUR FROM at)`, `position('a' IN b)`), and the FROM of the
+    comparison `a IS [NOT] DISTINCT FROM b`, which read no relation; a subquery inside such a call
+    keeps its own FROM."""
     chars = list(text)
+    for m in _DISTINCT_FROM.finditer(text):
+        chars[m.start(1):m.end(1)] = " " * 4
     for m in _FROM_ARGUMENT.finditer(text):
         depth = 0
         for i in range(m.end() - 1, len(text)):

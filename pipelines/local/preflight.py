@@ -72,7 +72,7 @@ def check_full_refresh_selection(pipeline: str, tables: Any, selection: Iterable
     """A full refresh that resets a bronze table resets every streaming table that reads it too (the
     clean table, the rejected rows): their streams cannot follow a table that was truncated and written
     again, so the update would fail in their flows after bronze was already rewritten."""
-    chosen = set(selection)
+    chosen = {name.replace("`", "").split(".")[-1].lower() for name in selection}  # as the runner resolves them
     for table in tables.tables:
         needed = table.streaming_tables()
         if table.bronze_name in chosen and not set(needed) <= chosen:

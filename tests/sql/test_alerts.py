@@ -235,11 +235,12 @@ def after_full_refresh_documented_only() -> Inputs:
 
 
 def dropped_and_rejected(rejected: int) -> Inputs:
-    """The last update's drop expectation removed 3 rows of orders; its rejected flow wrote `rejected`."""
+    """The pipeline's first update (its clean and rejected tables start together): the drop expectation
+    removed 3 rows of orders; the rejected flow wrote `rejected`."""
     u = completed_update("last", ago(minutes=5), duration=62, rows=100)
     u.ran("orders", 32, 58, 97, dropped=3, expectations=[("has_order_id", 97, 3)], batch_id=0)
     u.ran("orders_rejected", 32, 58, rejected, batch_id=0)
-    return history(u)
+    return Inputs([u])
 
 
 def rejected_row_lost() -> Inputs:

@@ -845,39 +845,45 @@ def test_the_views_the_sql_reads_are_the_ones_the_python_definition_file_declare
 
 
 def test_rejected_rows_reconcile_with_the_rows_drop_expectations_removed(fresh):
-    """Per update and clean table: the clean flow's dropped_records against the rows its
-    `{table}_rejected` flow wrote. Equal is ok; fewer rejected rows than dropped is missing_rows (a row
-    lost); a rejected flow that wrote without a count is not_measured, and the health metric is then
-    NULL with the reason rather than 0. A failed update is left to the incident."""
-    start = NOW - dt.timedelta(hours=3)
+    """Per update and clean table: the running totals, since the clean and rejected tables started
+    together, of the clean flow's dropped_records and of the rows its `{table}_rejected` flow wrote.
+    A failed clean flow while the rejected flow went on is not compared, and the next completed update
+    that catches up is ok again; a row lost is missing_rows. A rejected table created after its clean
+    table (it read all of bronze at once) is not comparable until a full refresh resets both; a missing
+    count is not_measured; the health metric is then NULL with the reason rather than 0. Bronze, whose
+    dropped_records is 0 without any drop rule, is left out."""
+    start = NOW - dt.timedelta(hours=6)
 
-    def update(update_id: str, at: dt.datetime, dropped: int, rejected: int | None, final: str = "COMPLETED",
-               kept: bool = True) -> Update:
-        u = Update(update_id, at)
+    def update(update_id: str, hours: float, dropped: int | None, rejected: int | None, final: str = "COMPLETED",
+               kept: bool = True, full_refresh: bool = False) -> Update:
+        u = Update(update_id, start + dt.timedelta(hours=hours), full_refresh=full_refresh)
         u.state("RUNNING", 1)
         u.ran("orders_bronze", 1.5, 2, 100, dropped=0, expectations=[("no_rescued_data", 100, 0)])  # no drop rule
-        u.ran("orders", 2, 8, 100 - dropped, dropped=dropped, expectations=[("has_id", 100 - dropped, dropped)])
+        if dropped is None:
+            u.ran("orders", 2, 8, None, status="FAILED")
+        else:
+            u.ran("orders", 2, 8, 100 - dropped, dropped=dropped, expectations=[("has_id", 100 - dropped, dropped)])
         if kept:
             u.ran("orders_rejected", 3, 8, None)
             u.metrics("orders_rejected", 7.5, rows=rejected, batch_id=0)
         return u.state(final, 10)
 
-    observability_views(fresh, [update("u1", start, 4, 4), update("u2", start + dt.timedelta(minutes=30), 3, 2)],
+    observability_views(fresh, [update("u1", 0, 4, 4), update("u2", 1, None, 3, final="FAILED"),
+                                update("u3", 2, 3, 0), update("u4", 3, 2, 1)],
                         only=["rejected_rows", "health_metrics"], now=NOW)
-    assert rows(fresh, "SELECT update_id, table_name, dropped_records, rejected_rows, difference, status "
+    assert rows(fresh, "SELECT update_id, table_name, dropped_since_start, rejected_since_start, difference, status "
                        "FROM rejected_rows ORDER BY update_id") == [
-        ("u1", "orders", 4, 4, 0, "ok"), ("u2", "orders", 3, 2, 1, "missing_rows")]
+        ("u1", "orders", 4, 4, 0, "ok"), ("u2", "orders", 4, 7, -3, "not_compared"),
+        ("u3", "orders", 7, 7, 0, "ok"), ("u4", "orders", 9, 8, 1, "missing_rows")]
     metric = rows(fresh, "SELECT metric_value, reason FROM health_metrics WHERE metric_name = 'rejected_rows_not_reconciled'")
     assert metric == [(1.0, None)]
 
-    unmeasured = fresh.newSession()
-    observability_views(unmeasured, [update("u0", start - dt.timedelta(hours=1), 6, None, kept=False),
-                                     update("u1", start, 4, 4), update("u3", start + dt.timedelta(hours=1), 2, None),
-                                     update("u4", start + dt.timedelta(hours=2), 5, 1, final="FAILED")],
+    later = fresh.newSession()
+    observability_views(later, [update("u0", 0, 6, None, kept=False), update("u1", 1, 2, 8),
+                                update("u2", 2, 8, 8, full_refresh=True), update("u3", 3, 1, None)],
                         only=["rejected_rows", "health_metrics"], now=NOW)
-    # u0 ran before the table kept its rejected rows: counted only, no mismatch
-    assert rows(unmeasured, "SELECT update_id, status FROM rejected_rows ORDER BY update_id") == [
-        ("u0", "not_kept"), ("u1", "ok"), ("u3", "not_measured"), ("u4", "missing_rows")]
-    [(value, reason)] = rows(unmeasured, "SELECT metric_value, reason FROM health_metrics "
-                                         "WHERE metric_name = 'rejected_rows_not_reconciled'")
-    assert value is None and "orders" in reason and "1 completed update" in reason
+    assert rows(later, "SELECT update_id, status FROM rejected_rows ORDER BY update_id") == [
+        ("u0", "not_kept"), ("u1", "not_comparable"), ("u2", "ok"), ("u3", "not_measured")]
+    [(value, reason)] = rows(later, "SELECT metric_value, reason FROM health_metrics "
+                                    "WHERE metric_name = 'rejected_rows_not_reconciled'")
+    assert value is None and "not measured" in reason and "did not start with their clean table" in reason

@@ -145,6 +145,7 @@ def test_a_missing_landing_folder_is_refused_before_the_engine(capsys, bundle_co
 @pytest.mark.parametrize("selection, missing", [
     ("orders_bronze", "orders, orders_rejected"),
     ("orders_bronze,orders", "orders_rejected"),
+    ("LAKEWATCH.ORDERS_BRONZE,spark_catalog.lakewatch.orders", "orders_rejected"),  # names as the runner resolves them
 ])
 def test_a_full_refresh_of_bronze_without_the_tables_that_stream_from_it_is_refused(capsys, bundle_copy, selection, missing):
     """The clean table and the rejected rows read bronze as a stream: resetting bronze alone would
@@ -152,7 +153,18 @@ def test_a_full_refresh_of_bronze_without_the_tables_that_stream_from_it_is_refu
     bundle_copy.landing("orders", "customers", "payments")
     err = refused(capsys, bundle_copy, "run", "--full-refresh", selection)
     assert f"[FULL_REFRESH_INCOMPLETE] The full refresh of 'orders_bronze' in pipeline 'lakewatch_ingest' leaves out {missing}," in err
-    assert "--full-refresh orders_bronze,orders,orders_rejected" in err
+    assert "orders_rejected" in err.split("--full-refresh ", 1)[1]
+
+
+def test_a_full_refresh_naming_every_streaming_table_of_a_bronze_table_passes_in_any_spelling(project_root):
+    from pipelines.config import load_tables
+    from pipelines.local.preflight import check_full_refresh_selection
+
+    tables = load_tables(project_root / "conf" / "tables.yml")
+    for selection in (["orders_bronze", "orders", "orders_rejected"],
+                      ["`lakewatch`.`orders_bronze`", "spark_catalog.lakewatch.ORDERS", "lakewatch.orders_rejected"],
+                      ["orders", "orders_rejected"], ["customers"]):  # no bronze reset: nothing to follow
+        check_full_refresh_selection("lakewatch_ingest", tables, selection)
 
 
 def test_the_job_is_not_refused_for_landing_folders_its_first_task_creates(bundle_copy):

@@ -202,6 +202,15 @@ def test_a_table_named_like_another_tables_rejected_rows_collides(tmp_path):
     assert error.error_class == "CONFIG_RESERVED_TABLE_NAME" and "orders_rejected" in str(error)
 
 
+def test_the_rejected_rows_name_is_reserved_even_without_a_drop_expectation(tmp_path):
+    """A drop rule added later would give `orders` the dataset `orders_rejected`: the name is kept free."""
+    warn_only = VALID.replace("action: drop", "action: warn")
+    second = warn_only.split("tables:\n", 1)[1].replace("name: orders", "name: orders_rejected").replace(
+        "landing: orders", "landing: other")
+    error = error_of(tmp_path, warn_only + second)
+    assert error.error_class == "CONFIG_RESERVED_TABLE_NAME" and "orders_rejected" in str(error)
+
+
 def test_the_rejected_rows_columns_are_reserved(tmp_path):
     error = error_of(tmp_path, VALID.replace("      amount: decimal(10, 2)", "      amount: decimal(10, 2)\n      _failed_expectations: STRING"))
     assert "_failed_expectations" in str(error)

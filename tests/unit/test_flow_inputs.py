@@ -134,6 +134,8 @@ def test_digest_separates_its_parts() -> None:
     "SELECT extract(HOUR FROM at) FROM t",
     "SELECT substring(a FROM 2) FROM t",
     "SELECT position('x' IN a) FROM t",
+    "SELECT CASE WHEN a IS DISTINCT FROM b THEN 1 END FROM t",
+    "SELECT a FROM t WHERE a IS NOT DISTINCT FROM b, c",  # no comma join: the comma is after the comparison
 ])
 def test_from_inside_a_function_call_reads_nothing(query: str) -> None:
     assert sql_inputs(query) == Inputs(names=("t",))

@@ -22,10 +22,12 @@
 -- - tables_files_late: tables whose next delivery was due (arrival_windows: the learned window, or the
 --   table's fixed max_hours_without_rows) and has not come; a table with too little history for a
 --   window and no limit of its own is not judged (lakewatch_no_rows covers every table).
--- - rejected_rows_not_reconciled: (update, table) pairs of the completed updates of the last 24 hours whose
---   rows dropped by expectations differ from the rows their rejected table received (rejected_rows); NULL
---   when none differ but some were not measured. Failed updates are the incidents' to page for; updates
---   from before a table kept its rejected rows (not_kept) are no mismatch.
+-- - rejected_rows_not_reconciled: (update, table) pairs of the completed updates of the last 24 hours after
+--   which the rows dropped by expectations differ from the rows their rejected table received (running
+--   totals, rejected_rows); NULL when none differ but some were not measured, or a rejected table did not
+--   start with its clean table. Failed updates are the incidents' to page for; updates from before a
+--   table kept its rejected rows (not_kept) and updates in which a flow did not complete (not_compared)
+--   are no mismatch.
 -- - open_incidents: incidents (the incidents view) still open. An open incident explains the metrics it
 --   lists (`explains`): their alert_value is 0 and alert_reason names it, so the failure pages once,
 --   through lakewatch_incident; the errors of a closed incident's failed updates are left out of
@@ -198,11 +200,13 @@ FROM last_update l LEFT JOIN measurement_gaps g ON g.update_id = l.update_id
                              ' committed file(s) have no line count, so they cannot be reconciled') END) AS STRING) AS reason
 FROM reconciliation
   UNION ALL
-  SELECT 'rejected_rows_not_reconciled' AS metric_name, CAST((CASE WHEN count_if(r.status IN ('missing_rows', 'extra_rows')) > 0 OR count_if(r.status = 'not_measured') = 0 THEN count_if(r.status IN ('missing_rows', 'extra_rows')) END) AS DOUBLE) AS metric_value, CAST((CASE WHEN count_if(r.status IN ('missing_rows', 'extra_rows')) = 0 AND count_if(r.status = 'not_measured') > 0
-                 THEN concat('the rows written to the rejected table(s) of ',
-                             concat_ws(', ', array_sort(collect_set(r.table_name) FILTER (WHERE r.status = 'not_measured'))),
-                             ' were not measured in ', CAST(count(DISTINCT r.update_id) FILTER (WHERE r.status = 'not_measured') AS STRING),
-                             ' completed update(s)') END) AS STRING) AS reason
+  SELECT 'rejected_rows_not_reconciled' AS metric_name, CAST((CASE WHEN count_if(r.status IN ('missing_rows', 'extra_rows')) > 0 OR count_if(r.status IN ('not_measured', 'not_comparable')) = 0 THEN count_if(r.status IN ('missing_rows', 'extra_rows')) END) AS DOUBLE) AS metric_value, CAST((CASE WHEN count_if(r.status IN ('missing_rows', 'extra_rows')) = 0 AND count_if(r.status IN ('not_measured', 'not_comparable')) > 0
+                 THEN concat_ws('; ',
+                   CASE WHEN count_if(r.status = 'not_measured') > 0 THEN concat('rows written to the rejected table(s) of ',
+                     concat_ws(', ', array_sort(collect_set(r.table_name) FILTER (WHERE r.status = 'not_measured'))), ' not measured') END,
+                   CASE WHEN count_if(r.status = 'not_comparable') > 0 THEN concat('the rejected table(s) of ',
+                     concat_ws(', ', array_sort(collect_set(r.table_name) FILTER (WHERE r.status = 'not_comparable'))),
+                     ' did not start with their clean table: a full refresh of each table''s bronze, clean and rejected tables reconciles them') END) END) AS STRING) AS reason
 FROM rejected_rows r JOIN update_status u ON u.update_id = r.update_id
 WHERE u.final_state = 'COMPLETED' AND u.end_time > (SELECT now FROM clock) - INTERVAL 24 HOURS
   UNION ALL
