@@ -43,7 +43,7 @@ from typing import Any, Callable, Sequence
 from pipelines.config import CORRUPT_RECORDS_SINK, TableSpec
 from pipelines.sqltypes import empty_relation_sql
 
-BRONZE, CLEAN, SINK = "bronze", "clean", "sink"
+BRONZE, CLEAN, REJECTED, SINK = "bronze", "clean", "rejected", "sink"
 
 # The snapshot table's columns (name, type, comment), in order.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -70,16 +70,17 @@ _MISSING = ("TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_D
 @dataclass(frozen=True)
 class IngestTable:
     name: str
-    kind: str  # BRONZE, CLEAN or SINK
+    kind: str  # BRONZE, CLEAN, REJECTED or SINK
     source_table: str | None
     max_hours_without_rows: float | None = None  # a bronze table's own limit (tables.yml)
 
 
 def ingest_tables(tables: Sequence[TableSpec]) -> list[IngestTable]:
-    """The tables the ingest pipeline writes: each configured table's bronze and clean tables, then the
-    quarantine sink."""
+    """The tables the ingest pipeline writes: each configured table's bronze and clean tables, the rejected
+    rows of those with a `drop` expectation, then the quarantine sink."""
     found = [IngestTable(t.bronze_name, BRONZE, t.name, t.max_hours_without_rows) for t in tables]
     found += [IngestTable(t.clean_name, CLEAN, t.name) for t in tables]
+    found += [IngestTable(t.rejected_name, REJECTED, t.name) for t in tables if t.drop_expectations]
     return found + [IngestTable(CORRUPT_RECORDS_SINK, SINK, None)]
 
 

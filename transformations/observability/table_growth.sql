@@ -1,6 +1,6 @@
 CREATE MATERIALIZED VIEW table_growth (
   table_name STRING COMMENT 'Ingest table',
-  table_kind STRING COMMENT 'bronze, clean or sink',
+  table_kind STRING COMMENT 'bronze, clean, rejected or sink',
   source_table STRING COMMENT 'The configured table it belongs to (NULL for the sink, which all tables share)',
   snapshot_time TIMESTAMP COMMENT 'When the table was measured (NULL: never snapshotted)',
   delta_version BIGINT COMMENT 'Delta version measured',
@@ -15,7 +15,7 @@ CREATE MATERIALIZED VIEW table_growth (
   reason STRING COMMENT 'Why a figure is NULL: the snapshot''s own reason (table_missing, not_delta, not_measured, changed_while_measured; version_not_measured: only the version), first_snapshot, previous_not_measured, table_recreated (a new table id or an older version), no_time_elapsed, or not_snapshotted (a configured table no snapshot holds); NULL when all are measured',
   snapshot_date DATE COMMENT 'Date (UTC) of the snapshot'
 )
-COMMENT 'Size and file count of every ingest table ({table}_bronze, the clean {table}, corrupt_records_sink) at each snapshot the job''s snapshot_table_sizes task took, and how much it grew since the table''s snapshot before: bytes and files added, and the same per day. Figures that cannot be measured are NULL and reason says why (table_missing, first_snapshot, table_recreated, not_snapshotted, ...); never 0.'
+COMMENT 'Size and file count of every ingest table ({table}_bronze, the clean {table}, {table}_rejected, corrupt_records_sink) at each snapshot the job''s snapshot_table_sizes task took, and how much it grew since the table''s snapshot before: bytes and files added, and the same per day. Figures that cannot be measured are NULL and reason says why (table_missing, first_snapshot, table_recreated, not_snapshotted, ...); never 0.'
 PARTITIONED BY (snapshot_date)
 TBLPROPERTIES ('quality' = 'gold')
 AS
