@@ -191,18 +191,16 @@ def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateRes
     say(f"{'table':<12} {'bronze rows':>12} {'rescued':>9} {'corrupt':>9} {'clean rows':>11} {'rejected':>9} "
         f"{'quarantined':>12}")
     for table in tables.tables:
+        rejected = (f"(SELECT count(*) FROM {schema}.{table.rejected_name})" if table.drop_expectations
+                    else "CAST(NULL AS BIGINT)")
         row = spark.sql(
-            f"SELECT count(*) AS n, count(_rescued_data) AS rescued, count(_corrupt_record) AS corrupt "
+            f"SELECT count(*) AS n, count(_rescued_data) AS rescued, count(_corrupt_record) AS corrupt, "
+            f"(SELECT count(*) FROM {schema}.{table.clean_name}) AS clean, {rejected} AS rejected, "
+            f"(SELECT count(*) FROM {schema}.{CORRUPT_RECORDS_SINK} WHERE source_table = '{table.name}') AS quarantined "
             f"FROM {schema}.{table.bronze_name}"
         ).collect()[0]
-        clean = spark.sql(f"SELECT count(*) AS n FROM {schema}.{table.clean_name}").collect()[0]["n"]
-        rejected = (spark.sql(f"SELECT count(*) AS n FROM {schema}.{table.rejected_name}").collect()[0]["n"]
-                    if table.drop_expectations else "-")
-        quarantined = spark.sql(
-            f"SELECT count(*) AS n FROM {schema}.{CORRUPT_RECORDS_SINK} WHERE source_table = '{table.name}'"
-        ).collect()[0]["n"]
-        say(f"{table.name:<12} {row['n']:>12} {row['rescued']:>9} {row['corrupt']:>9} {clean:>11} {rejected:>9} "
-            f"{quarantined:>12}")
+        say(f"{table.name:<12} {row['n']:>12} {row['rescued']:>9} {row['corrupt']:>9} {row['clean']:>11} "
+            f"{'-' if row['rejected'] is None else row['rejected']:>9} {row['quarantined']:>12}")
     event_log = project.pipeline().event_log
     say(f"event log: {event_log.full_name if event_log else '-'}; file state: {schema}.lakewatch_file_state")
     say(f"query them with: .venv/bin/lakewatch query \"SELECT * FROM {table.bronze_name} LIMIT 5\"")

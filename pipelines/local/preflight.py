@@ -44,10 +44,9 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
         return  # the pipeline does not read the table configuration
     tables = load_tables(tables_file)
     root = conf.get(LANDING_ROOT_KEY)
-    if root:
-        check_full_refresh_selection(pipeline.name, tables, full_refresh_selection)
     if not root:
         return  # it reads the tables (e.g. observability), not their landing files
+    check_full_refresh_selection(pipeline.name, tables, full_refresh_selection)
     folders = tables.landing_paths(root)  # CONFIG_INVALID_LANDING for a landing outside the root
     if prepared_by is not None and any(prepares(project.bundle, prepared_by["job"], t, tables_file, root)
                                        for t in prepared_by["tasks"]):
