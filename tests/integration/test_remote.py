@@ -63,7 +63,9 @@ class ConnectServer:
             "spark.sql.warehouse.dir": str(self.warehouse),
             "spark.hadoop.javax.jdo.option.ConnectionURL":
                 f"jdbc:derby:;databaseName={self.folder / 'metastore_db'};create=true",
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.folder}",
+            # The local engine's JIT and collector (pipelines/local/session.py): short runs on 2 cores.
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.folder} -XX:TieredStopAtLevel=1 "
+                                             "-XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC",
         }
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
         command = [str(submit), "--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
