@@ -19,7 +19,7 @@ CLEAN_OFF, CLEAN_DELETE, CLEAN_MOVE = "OFF", "DELETE", "MOVE"
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 # Auto Loader options a table may set (docs/tables.md "Auto Loader options"; adapter.cloud_files_options
-# and adapter.local_file_options map them to each engine).
+# and local.adapter.local_file_options map them to each engine).
 SOURCE_KEYS = ("max_files_per_trigger", "max_bytes_per_trigger", "use_notifications", "use_managed_file_events",
                 "clean_source", "clean_source_move_destination", "clean_source_retention", "schema_hints")
 # Reader options of a format (docs/tables.md "Landing file formats"), each valid with one format only.

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from pipelines import adapter
+from pipelines.local import adapter as local_adapter
 from pipelines.bundle import Bundle, LocalSettings, PipelineResource, load_local_bundle
 from pipelines.config import TablesConfig, load_tables
 from pipelines.local.home import PROJECT_ROOT, LocalHome
@@ -30,7 +31,7 @@ LANDING_ROOT_VARIABLE = "landing_root"  # the bundle variable of the pipelines' 
 def register_local_engine() -> None:
     """Makes `lakewatch.engine=local`, which the runner sets in every update's configuration, choose the
     local engine in the definitions (`adapter.engine_for`)."""
-    adapter.register_engine(adapter.LocalEngine.name, adapter.LocalEngine)
+    adapter.register_engine(local_adapter.LocalEngine.name, local_adapter.LocalEngine)
 
 
 def _notice(text: str) -> None:

@@ -6,7 +6,7 @@ import pytest
 from chispa import assert_df_equality
 
 from pipelines import expectations
-from pipelines.adapter import enforce
+from pipelines.local.adapter import enforce
 
 RULES = (
     expectations.warn("positive", "amount > 0"),

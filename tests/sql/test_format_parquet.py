@@ -33,7 +33,7 @@ from pyspark.sql.types import VariantVal
 from pyspark.sql.variant_utils import VariantUtils
 
 from pipelines import sqltypes
-from pipelines.adapter import local_file_options
+from pipelines.local.adapter import local_file_options
 from pipelines.config import CORRUPT_RECORD, RESCUED_DATA, SOURCE_FILE, SOURCE_FILE_MTIME, Column, TableSpec
 from pipelines.formats import count_records, file_format
 from pipelines.formats.parquet import ROWS, count_rows, read_local, spark_type

@@ -10,6 +10,7 @@ from pyspark.pipelines.graph_element_registry import graph_element_registration_
 from pyspark.pipelines.output import Sink, StreamingTable, TemporaryView
 
 from pipelines import adapter
+from pipelines.local import adapter as local_adapter
 from pipelines.ingestion import BRONZE_EXPECTATIONS, declare_ingestion
 from pipelines.local.project import register_local_engine
 from tests.builders import CapturingRegistry
@@ -27,7 +28,7 @@ def graph(spark, project_root: Path):
         spark.conf.set(k, v)
     register_local_engine()
     registry = CapturingRegistry()
-    with adapter.recording(adapter.LocalGraph()) as recorded, graph_element_registration_context(registry):
+    with local_adapter.recording(local_adapter.LocalGraph()) as recorded, graph_element_registration_context(registry):
         declare_ingestion(spark)
     registry.local_graph = recorded  # what the local engine recorded for the runner
     yield registry

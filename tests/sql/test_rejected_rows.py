@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pipelines import expectations
-from pipelines.adapter import enforce
+from pipelines.local.adapter import enforce
 from pipelines.config import Column, TableSpec
 from pipelines.ingestion import clean_query, rejected_query
 

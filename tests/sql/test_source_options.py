@@ -11,6 +11,7 @@ from pathlib import Path
 
 
 from pipelines import adapter
+from pipelines.local import adapter as local_adapter
 from pipelines.config import parse_tables
 from pipelines.local import checkpoints
 from pipelines.local.file_ledger import FileLedger
@@ -39,7 +40,7 @@ def test_every_option_reaches_auto_loader_under_its_cloud_files_name():
 
 
 def test_the_local_file_source_gets_what_it_has_and_a_note_for_the_rest():
-    options, notes = adapter.local_file_options(
+    options, notes = local_adapter.local_file_options(
         spec(max_bytes_per_trigger="1m", use_notifications=True, clean_source="move",
              clean_source_move_destination="_archive/orders"), "/home/me/landing")
     assert options == {"recursiveFileLookup": "true", "maxBytesPerTrigger": "1048576", "cleanSource": "archive",
@@ -47,13 +48,13 @@ def test_the_local_file_source_gets_what_it_has_and_a_note_for_the_rest():
     assert [n.split(" ", 1)[0] for n in notes] == ["use_notifications", "clean_source"]
     assert "without a retention period" in notes[1] and "default retention of 30 days" in notes[1]
     # Spark's file source refuses maxFilesPerTrigger and maxBytesPerTrigger together: files win, said once
-    options, notes = adapter.local_file_options(
+    options, notes = local_adapter.local_file_options(
         spec(max_files_per_trigger=2, max_bytes_per_trigger=10, use_managed_file_events=True, clean_source="delete",
              clean_source_retention="8 days"), "/l")
     assert options == {"recursiveFileLookup": "true", "maxFilesPerTrigger": "2", "cleanSource": "delete"}
     assert [n.split(" ", 1)[0] for n in notes] == ["max_bytes_per_trigger", "use_managed_file_events", "clean_source"]
     assert "clean_source_retention '8 days' has no local equivalent" in notes[2]
-    assert adapter.local_file_options(spec(), "/l") == ({"recursiveFileLookup": "true"}, [])
+    assert local_adapter.local_file_options(spec(), "/l") == ({"recursiveFileLookup": "true"}, [])
 
 
 def write_files(landing: Path, count: int, lines: int) -> list[Path]:
@@ -69,7 +70,7 @@ def write_files(landing: Path, count: int, lines: int) -> list[Path]:
 def run_available_now(spark, table, root: Path, checkpoint: Path) -> list[int]:
     """Streams the table's landing folder through the local engine's reader until nothing is left;
     the input rows of each micro-batch, from Spark's progress reports."""
-    df = adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
+    df = local_adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
     query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     query.awaitTermination(120)
@@ -79,7 +80,7 @@ def run_available_now(spark, table, root: Path, checkpoint: Path) -> list[int]:
 def rows_per_file(spark, table, root: Path, checkpoint: Path, sink: Path) -> dict[str, int]:
     """Streams the landing folder through the local engine's reader into a Delta table (one update);
     rows per source file of everything the table holds, by Spark's reader of that table."""
-    df = adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
+    df = local_adapter.LocalEngine().read_files(spark, table, table.landing_path(str(root)))
     query = (df.writeStream.format("delta").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start(str(sink)))
     query.awaitTermination(120)

@@ -1,5 +1,5 @@
 """Local materialized views and event logs checkpoint their Delta log every 100 commits, not every 10
-(`adapter.LocalEngine.materialized_view_properties`, `EventLogWriter.ensure_table`): open-source SDP
+(`local_adapter.LocalEngine.materialized_view_properties`, `EventLogWriter.ensure_table`): open-source SDP
 truncates and rewrites each view at every refresh, and the event log takes a commit every few seconds
 of an update, so Delta's default wrote checkpoints of them at most refreshes. Checked against Delta
 itself, in the observability graph as it is declared, and on the event log's table."""
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import adapter, sqldefs
+from pipelines.local import adapter as local_adapter
 from pipelines.eventlog.schema import EVENT_LOG_DDL
 from pipelines.eventlog.writer import EventLogWriter
 from pipelines.dataset_names import OBSERVABILITY_DEFINITIONS
@@ -31,7 +32,7 @@ def test_delta_checkpoints_a_databricks_view_at_its_tenth_commit_and_a_local_one
     databricks = checkpoints_after_commits(
         spark, tmp_path / "databricks", adapter.DatabricksEngine().materialized_view_properties(gold), 11)
     local = checkpoints_after_commits(
-        spark, tmp_path / "local", adapter.LocalEngine().materialized_view_properties(gold), 11)
+        spark, tmp_path / "local", local_adapter.LocalEngine().materialized_view_properties(gold), 11)
     assert databricks == ["00000000000000000010.checkpoint.parquet"]
     assert local == []
 
@@ -41,7 +42,7 @@ def observability_outputs() -> list[sqldefs.Definition]:
     """The observability datasets as the local engine registers their definition files (its table
     properties in place of the declared ones)."""
     return [d for path in sorted(OBSERVABILITY_DEFINITIONS.glob("*.sql"))
-            for d in sqldefs.parse_file(engine_sql(path.read_text(), adapter.LocalEngine()))]
+            for d in sqldefs.parse_file(engine_sql(path.read_text(), local_adapter.LocalEngine()))]
 
 
 def test_the_local_observability_views_and_only_they_declare_the_longer_interval(observability_outputs):

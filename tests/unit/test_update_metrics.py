@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pipelines import adapter
+from pipelines.local import adapter as local_adapter
 from pipelines import expectations
 from pipelines.eventlog import events as event_builders
 from pipelines.local.capture import BatchProgress
@@ -42,9 +43,9 @@ def details(event: dict[str, Any]) -> dict[str, Any]:
     return json.loads(event["details"])["flow_progress"]
 
 
-def a_graph(dataset: str) -> adapter.LocalGraph:
-    graph = adapter.LocalGraph()
-    graph.expectations[dataset] = adapter.DatasetExpectations(dataset, RULES, True, lambda: None)  # type: ignore[arg-type,return-value]
+def a_graph(dataset: str) -> local_adapter.LocalGraph:
+    graph = local_adapter.LocalGraph()
+    graph.expectations[dataset] = local_adapter.DatasetExpectations(dataset, RULES, True, lambda: None)  # type: ignore[arg-type,return-value]
     graph.measured_flows.add(dataset)
     return graph
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pipelines import adapter
+from pipelines.local import adapter as local_adapter
 from pipelines.bundle import PipelineResource
 from pipelines.eventlog import events
 from pipelines.eventlog.writer import EventLogStream, EventLogWriter
@@ -62,7 +63,7 @@ class UpdateContext:
         self.run_tag = f"lakewatch-run-{self.update_id}"  # Spark Connect tag of SDP's run operation
         # -- the registration (main thread, before the run) --
         self.registry: RecordingRegistry | None = None
-        self.graph = adapter.LocalGraph()  # what the local engine recorded while the definitions registered
+        self.graph = local_adapter.LocalGraph()  # what the local engine recorded while the definitions registered
         self.graph_id: str | None = None
         self.registered_at: datetime = self.started_at
         self.flow_records: dict[str, inflight.FlowRecord] = {}

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from pyspark.pipelines.cli import LibrariesGlob, PipelineSpec, register_definitions
 from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph
 
-from pipelines import adapter
+from pipelines.local import adapter as local_adapter
 from pipelines.eventlog import events
 from pipelines.local import checkpoints
 from pipelines.local import codegen, engine, inflight, measure, polling
@@ -50,7 +50,7 @@ class Definitions:
             ctx.spark.conf.set(key, value)
         graph_id = create_dataflow_graph(ctx.spark, default_catalog=ctx.catalog, default_database=ctx.schema,
                                          sql_conf=conf)
-        ctx.graph = adapter.LocalGraph()
+        ctx.graph = local_adapter.LocalGraph()
         registry = ctx.registry = RecordingRegistry(ctx.spark, graph_id)
         root = ctx.runner.bundle.root
         globs = [LibrariesGlob(str(Path(g).relative_to(root))) for g in ctx.pipeline.library_globs]
@@ -59,7 +59,7 @@ class Definitions:
             database=ctx.schema, configuration=conf, libraries=globs,
         )
         ctx.say(f"  registering definitions from {', '.join(g.include for g in spec.libraries)}")
-        with adapter.recording(ctx.graph):
+        with local_adapter.recording(ctx.graph):
             _quietly(lambda: register_definitions(root / "spark-pipeline.yml", registry, spec, ctx.spark, graph_id))
         ctx.graph_id = graph_id
 

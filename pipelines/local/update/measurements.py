@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pipelines import adapter, expectations
+from pipelines.local import adapter as local_adapter
 from pipelines.eventlog import events
 from pipelines.local import checkpoints
 from pipelines.local import inflight, measure
@@ -237,7 +238,7 @@ class Measurements:
             ctx.add(metrics.view_metrics_event(ctx.flow_origin(flow.name), at, found, rules, counts, ctx.qualified))
             result.rows_written = found.written("numOutputRows")
 
-    def count_expectations(self, rules: adapter.DatasetExpectations) -> dict[str, Any] | None:
+    def count_expectations(self, rules: local_adapter.DatasetExpectations) -> dict[str, Any] | None:
         from pyspark.sql import functions as F
 
         ctx = self.ctx

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from pipelines import adapter, expectations
+from pipelines.local import adapter as local_adapter
 from pipelines.eventlog import events
 from pipelines.local.capture import BatchProgress
 from pipelines.local.measure import BatchCommit, UpdateCommits
@@ -26,7 +27,7 @@ def written_rows(batch: BatchProgress, flow: str) -> int | None:
     return batch.observed.get(adapter.output_metric_name(flow), {}).get("num_output_rows")
 
 
-def expectation_results(rules: adapter.DatasetExpectations, counts: Mapping[str, Any],
+def expectation_results(rules: local_adapter.DatasetExpectations, counts: Mapping[str, Any],
                         dataset: str) -> list[dict[str, Any]]:
     """The `data_quality.expectations` of a METRICS event: passed and failed records per expectation."""
     results = []
@@ -37,7 +38,7 @@ def expectation_results(rules: adapter.DatasetExpectations, counts: Mapping[str,
     return results
 
 
-def quality(rules: adapter.DatasetExpectations | None, counts: Mapping[str, Any] | None,
+def quality(rules: local_adapter.DatasetExpectations | None, counts: Mapping[str, Any] | None,
             dataset: str) -> tuple[list[dict[str, Any]] | None, int | None]:
     """(expectation results, dropped records) of a dataset from its counts; (None, None) when the dataset
     has no expectations or its counts were not measured."""
@@ -47,7 +48,7 @@ def quality(rules: adapter.DatasetExpectations | None, counts: Mapping[str, Any]
 
 
 def batch_metrics_event(origin: events.Origin, flow: str, target: str | None, batch: BatchProgress,
-                        graph: adapter.LocalGraph, backlog: Mapping[str, Any],
+                        graph: local_adapter.LocalGraph, backlog: Mapping[str, Any],
                         qualified: Callable[[str], str]) -> Event:
     """The METRICS event of one streaming micro-batch of `flow` (short name) into `target`: rows written,
     the backlog left when it ended, and the target's expectation counts (observed in the batch)."""
@@ -131,7 +132,7 @@ def idle_flows(completed: set[str], batches: Iterable[BatchProgress],
 
 
 def view_metrics_event(origin: events.Origin, at: datetime, commits: UpdateCommits,
-                       rules: adapter.DatasetExpectations | None, counts: Mapping[str, Any] | None,
+                       rules: local_adapter.DatasetExpectations | None, counts: Mapping[str, Any] | None,
                        qualified: Callable[[str], str]) -> Event:
     """The METRICS event of a completed materialized view refresh. The refresh overwrites the view in
     one commit, which counts its rows; Delta commits no write that changes nothing (a query of no rows
