@@ -1,10 +1,10 @@
-"""The dashboard: the real `.lvdash.json` is valid, reads only published observability tables and only
-columns they have; widget queries aggregate, order and count as Lakeview does; the static page shows
-every widget with its data; malformed dashboards fail with the widget or dataset named."""
+"""The dashboard's queries and page on Spark: the real dashboard's queries resolve against the
+observability tables' columns and every widget renders data; widget queries aggregate, order and count
+as Lakeview does; the static page shows every widget with its data and caps its tables. (The definition
+without Spark: tests/unit/test_dashboard_definition.py.)"""
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from datetime import date, datetime
@@ -12,21 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from pipelines.dashboard.formatting import format_number, time_label_format
-from pipelines.dashboard.lvdash import DashboardError, NumberFormat, load_dashboard, parse_dashboard
+from pipelines.dashboard.lvdash import load_dashboard, parse_dashboard
 from pipelines.dashboard import batch
 from pipelines.dashboard.batch import DatasetWidgets, run_dataset
 from pipelines.dashboard.query import ROW_LIMIT, run_widget, widget_sql
 from pipelines.dashboard.render import TABLE_ROWS, render_dashboard, run_widgets, write_dashboard
-from pipelines.observability.catalog import PUBLISHED, REPORTED, ObservabilityTable
+from pipelines.observability.catalog import PUBLISHED, ObservabilityTable
+from tests.dashboard_builders import field, small_dashboard, widget
 
 ROOT = Path(__file__).resolve().parents[2]
 LVDASH = ROOT / "dashboards" / "lakewatch.lvdash.json"
-PUBLISHED_NAMES = {t.name for t in PUBLISHED}
-REPORTED_NAMES = {t.name for t in REPORTED}  # published for people, not only for other tables
-TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_`][\w.`]*)", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
@@ -71,78 +67,6 @@ def one_row_views(session) -> None:
 
 
 # -- the real dashboard ------------------------------------------------------------------------
-def test_real_dashboard_has_the_seven_pages_on_one_grid_without_overlaps():
-    dashboard = load_dashboard(LVDASH)
-    assert [p.display_name for p in dashboard.pages] == [
-        "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors",
-        "Reconciliation and gaps"]
-    raw = json.loads(LVDASH.read_text())
-    assert {p.get("layoutVersion") for p in raw["pages"]} == {None}  # the 6-column grid of exports, everywhere
-    for page in dashboard.pages:
-        taken: dict[tuple[int, int], str] = {}
-        for w in page.widgets:
-            assert w.position.x + w.position.width <= 6, w.name
-            for x in range(w.position.x, w.position.x + w.position.width):
-                for y in range(w.position.y, w.position.y + w.position.height):
-                    assert (x, y) not in taken, f"{w.name} overlaps {taken[(x, y)]} on page {page.name}"
-                    taken[(x, y)] = w.name
-        kinds = {w.kind for w in page.widgets}
-        assert "text" in kinds and kinds & {"line", "bar"}, page.name
-
-
-def test_real_dashboard_uses_the_documented_widget_versions_and_encodings():
-    raw = json.loads(LVDASH.read_text())
-    versions = {"counter": 2, "line": 3, "bar": 3, "table": 1}
-    for page in raw["pages"]:
-        for item in page["layout"]:
-            w = item["widget"]
-            if "multilineTextboxSpec" in w:
-                assert "spec" not in w and "queries" not in w
-                continue
-            spec = w["spec"]
-            assert spec["version"] == versions[spec["widgetType"]], w["name"]
-            assert [q["name"] for q in w["queries"]] == ["main_query"]
-    for d in raw["datasets"]:
-        assert all(line.endswith("\n") for line in d["queryLines"]), d["name"]
-
-
-def test_dataset_queries_read_only_published_tables_unqualified():
-    dashboard = load_dashboard(LVDASH)
-    used = set()
-    for d in dashboard.datasets:
-        names = {n.strip("`") for n in TABLE_REFERENCE.findall(d.query)}
-        assert names, d.name
-        assert all("." not in n for n in names), f"dataset {d.name} qualifies a table: {names}"
-        assert names <= PUBLISHED_NAMES, f"dataset {d.name} reads {names - PUBLISHED_NAMES}, not published tables"
-        used |= names
-    assert used == REPORTED_NAMES  # every observability table for people appears on the dashboard
-
-
-def test_the_new_figures_have_a_widget():
-    """The reconciliation, the metrics_missing counter and the measurement gaps are on the dashboard."""
-    dashboard = load_dashboard(LVDASH)
-    fields = {(w.query.dataset_name, f.name) for _, w in dashboard.widgets() if w.query is not None
-              for f in w.query.fields}
-    assert {("health", "metrics_missing"), ("health", "files_not_reconciled"), ("reconciliation", "status"),
-            ("gaps", "sum(metrics_missing)")} <= fields
-
-
-def test_every_health_metric_an_alert_reads_has_a_widget():
-    """Whoever an alert pages opens the dashboard next: the figure it fired on is there to read."""
-    from pipelines.alerts import load_alerts
-    from pipelines.bundle import load_bundle
-    from pipelines.observability.catalog import HEALTH_METRIC_NAMES
-
-    bundle = load_bundle(ROOT, overrides={"warehouse_id": "local"})  # the lookup needs a workspace
-    read = {name for spec in load_alerts(bundle) for name in HEALTH_METRIC_NAMES
-            if f"'{name}'" in spec.query_text}
-    dashboard = load_dashboard(LVDASH)
-    shown = {f.name for _, w in dashboard.widgets() if w.query is not None and w.query.dataset_name == "health"
-             for f in w.query.fields}
-    assert "hours_since_rows_ingested" in read  # the test sees the alerts' metrics at all
-    assert read - shown == set()
-
-
 def test_dataset_and_widget_queries_resolve_against_the_tables_columns(session):
     empty_views(session)
     dashboard = load_dashboard(LVDASH)
@@ -180,22 +104,6 @@ def test_the_page_is_self_contained(session):
     assert set(re.findall(r"https?://[^\"' ]+", page)) <= {"http://www.w3.org/2000/svg"}
 
 
-def test_resource_points_the_datasets_at_the_pipelines_catalog_and_schema():
-    from databricks.bundles.dashboards import Dashboard
-
-    from pipelines.bundle import load_bundle
-
-    bundle = load_bundle(ROOT, overrides={"warehouse_name": "analytics", "warehouse_id": "1234"})  # a deploy looks it up
-    (key, raw), = bundle.resources("dashboards").items()
-    Dashboard.from_dict(raw)  # the typed model rejects unknown keys
-    assert (bundle.resource_file("dashboards", key).parent / raw["file_path"]).resolve() == LVDASH
-    resolved = bundle.resolve(raw, "dashboard")
-    observability = bundle.pipeline("lakewatch_observability")  # the pipeline that publishes the tables
-    assert (resolved["dataset_catalog"], resolved["dataset_schema"]) == (observability.catalog, observability.schema)
-    assert raw["warehouse_id"] == "${var.warehouse_id}"
-    assert yaml.safe_load((ROOT / "databricks.yml").read_text())["variables"]["warehouse_id"]
-
-
 # -- widget queries and the page, on hand-made rows --------------------------------------------
 UPDATES = [  # update_id, start_time, duration_seconds, final_state
     ("u1", datetime(2026, 11, 2, 10, 0), 20.0, "COMPLETED"),
@@ -203,61 +111,6 @@ UPDATES = [  # update_id, start_time, duration_seconds, final_state
     ("u3", datetime(2026, 11, 3, 9, 0), 40.0, "COMPLETED"),
     ("u4", datetime(2026, 11, 3, 12, 0), 10.0, "COMPLETED"),
 ]
-
-
-def field(name: str, expression: str) -> dict:
-    return {"name": name, "expression": expression}
-
-
-def widget(name: str, dataset: str, fields: list[dict], spec: dict, x: int = 0, y: int = 0, w: int = 6, h: int = 4,
-           disaggregated: bool = False, orders: list[dict] | None = None) -> dict:
-    query = {"datasetName": dataset, "fields": fields, "disaggregated": disaggregated}
-    if orders:
-        query["orders"] = orders
-    return {"widget": {"name": name, "queries": [{"name": "main_query", "query": query}], "spec": spec},
-            "position": {"x": x, "y": y, "width": w, "height": h}}
-
-
-def small_dashboard() -> dict:
-    """One page with a widget of each kind over `update_status`, in the serialized format."""
-    return {
-        "datasets": [{"name": "upd", "displayName": "updates",
-                      "queryLines": ["SELECT update_id, start_time, duration_seconds, final_state,\n",
-                                     "  CASE WHEN final_state = 'COMPLETED' THEN 1.0 ELSE 0.0 END AS ok\n",
-                                     "FROM update_status\n"]}],
-        "pages": [{"name": "p1", "displayName": "Runs", "pageType": "PAGE_TYPE_CANVAS", "layout": [
-            {"widget": {"name": "intro", "multilineTextboxSpec": {"lines": ["## Runs\n", "Updates **by state**"]}},
-             "position": {"x": 0, "y": 0, "width": 6, "height": 1}},
-            widget("rate", "upd", [field("avg(ok)", "AVG(`ok`)")],
-                   {"version": 2, "widgetType": "counter", "frame": {"showTitle": True, "title": "Success rate"},
-                    "encodings": {"value": {"fieldName": "avg(ok)", "format": {"type": "number-percent"}}}},
-                   y=1, w=2, h=2),
-            widget("count", "upd", [field("count(*)", "COUNT(`*`)")],
-                   {"version": 2, "widgetType": "counter", "encodings": {"value": {"fieldName": "count(*)"}}},
-                   x=2, y=1, w=2, h=2),
-            widget("by-day", "upd", [field("daily(start_time)", 'DATE_TRUNC("DAY", `start_time`)'),
-                                     field("final_state", "`final_state`"),
-                                     field("sum(duration_seconds)", "SUM(`duration_seconds`)")],
-                   {"version": 3, "widgetType": "bar", "encodings": {
-                       "x": {"fieldName": "daily(start_time)", "scale": {"type": "temporal"}, "displayName": "Day"},
-                       "y": {"fieldName": "sum(duration_seconds)", "scale": {"type": "quantitative"}},
-                       "color": {"fieldName": "final_state", "scale": {"type": "categorical", "mappings": [
-                           {"value": "FAILED", "color": {"themeColorType": "visualizationColors", "position": 4}}]}},
-                       "label": {"show": True}}},
-                   y=3, w=3),
-            widget("trend", "upd", [field("start_time", "`start_time`"), field("final_state", "`final_state`"),
-                                    field("max(duration_seconds)", "MAX(`duration_seconds`)")],
-                   {"version": 3, "widgetType": "line", "encodings": {
-                       "x": {"fieldName": "start_time", "scale": {"type": "temporal"}},
-                       "y": {"fieldName": "max(duration_seconds)", "scale": {"type": "quantitative"}},
-                       "color": {"fieldName": "final_state", "scale": {"type": "categorical"}}}},
-                   x=3, y=3, w=3),
-            widget("latest", "upd", [field("update_id", "`update_id`"), field("final_state", "`final_state`")],
-                   {"version": 1, "widgetType": "table", "encodings": {"columns": [
-                       {"fieldName": "update_id", "title": "Update"}, {"fieldName": "final_state", "title": "State"}]}},
-                   y=7, disaggregated=True, orders=[{"direction": "DESC", "expression": "`start_time`"}]),
-        ]}],
-    }
 
 
 def update_status_view(session, rows=UPDATES) -> None:
@@ -398,74 +251,3 @@ def test_widgets_run_together_return_what_each_widget_s_query_returns_alone(sess
     together = run_dataset(session, DatasetWidgets(dataset, widgets))
     same(together, widgets, ROW_LIMIT)
     assert "nope" in (together["missing"].error or "") and together["count"].rows == ((23,),)
-
-
-# -- validation --------------------------------------------------------------------------------
-def broken(change) -> DashboardError:
-    raw = copy.deepcopy(small_dashboard())
-    change(raw)
-    with pytest.raises(DashboardError) as info:
-        parse_dashboard(raw)
-    return info.value
-
-
-def layout(raw: dict, index: int) -> dict:
-    return raw["pages"][0]["layout"][index]["widget"]
-
-
-def test_dangling_dataset_name_is_named():
-    error = broken(lambda raw: layout(raw, 1)["queries"][0]["query"].update(datasetName="nope"))
-    assert "widget 'rate'" in str(error) and "datasetName 'nope'" in str(error) and "upd" in str(error)
-
-
-def test_field_that_no_encoding_uses_is_named():
-    error = broken(lambda raw: layout(raw, 2)["queries"][0]["query"]["fields"].append(field("sum(x)", "SUM(`x`)")))
-    assert "widget 'count'" in str(error) and "field 'sum(x)' is not used by any encoding" in str(error)
-
-
-def test_encoding_of_a_field_the_query_lacks_is_named():
-    error = broken(lambda raw: layout(raw, 4)["spec"]["encodings"]["color"].update(fieldName="state"))
-    assert "widget 'trend'" in str(error) and "encoding 'color' uses field 'state'" in str(error)
-
-
-def test_unknown_widget_type_and_wrong_version_are_named():
-    error = broken(lambda raw: layout(raw, 3)["spec"].update(widgetType="sunburst"))
-    assert "widget 'by-day'" in str(error) and "unknown widgetType 'sunburst'" in str(error)
-    error = broken(lambda raw: layout(raw, 3)["spec"].update(version=2))
-    assert "widget 'by-day'" in str(error) and "spec version 2, expected 3" in str(error)
-
-
-def test_layout_outside_the_grid_and_duplicate_names_are_rejected():
-    error = broken(lambda raw: raw["pages"][0]["layout"][3]["position"].update(x=4))
-    assert "widget 'by-day'" in str(error) and "6-column grid" in str(error)
-    error = broken(lambda raw: layout(raw, 2).update(name="rate"))
-    assert "widget 'rate'" in str(error) and "more than one widget" in str(error)
-
-
-def test_dataset_without_a_query_is_named():
-    error = broken(lambda raw: raw["datasets"][0].pop("queryLines"))
-    assert "dataset 'upd'" in str(error) and "queryLines" in str(error)
-
-
-# -- numbers and axes ---------------------------------------------------------------------------
-@pytest.mark.parametrize("value, fmt, expected", [
-    (1538.0, None, "1,538"),
-    (24.378, None, "24.38"),
-    (0.0120563, None, "0.0121"),
-    (1234567.8, None, "1,234,568"),
-    (0.89375, NumberFormat("number-percent", 1), "89.4%"),
-    (0.75, NumberFormat("number-percent", 1), "75%"),
-    (0.75, NumberFormat("number-percent", 1, exact=True), "75.0%"),
-    (29287, NumberFormat(compact=True, decimal_places=1), "29.3K"),
-    (55.0, NumberFormat(compact=True, decimal_places=1), "55"),
-    (9.0, NumberFormat(decimal_places=1, exact=True), "9.0"),
-    (None, None, "—"),
-])
-def test_numbers_read_at_a_glance(value, fmt, expected):
-    assert format_number(value, fmt) == expected
-
-
-def test_time_labels_follow_the_span():
-    assert time_label_format(77, 15, all_dates=False) == "%H:%M:%S"
-    assert time_label_format(3 * 3600, 1800, all_dates=False) == "%H:%M"
-    assert time_label_format(3 * 86400, 86400, all_dates=True) == "%b %d"
