@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pipelines.config import CORRUPT_RECORD, RESCUED_DATA, SOURCE_FILE, TableSpec, parse_table
 from pipelines.formats import count_records, file_format
 from pipelines.formats.csv import records_sql_expression, rescue_csv_files
+from pipelines.local.adapter import local_file_options
 
 SCHEMA = {"id": "BIGINT", "name": "STRING", "day": "DATE", "amount": "DECIMAL(10,2)", "ok": "BOOLEAN",
           "ts": "TIMESTAMP"}
@@ -206,7 +207,7 @@ def test_the_local_source_is_a_stream_of_the_landing_folder(spark, tmp_path):
     landing.mkdir()
     for i in range(3):
         write(landing, f"{i}.csv", [HEADER, f"{i},n{i},2026-11-0{i + 1},1.00,true,", f"{i}x,bad,,,,"])
-    options, _ = __import__("pipelines.adapter", fromlist=["local_file_options"]).local_file_options(table, str(tmp_path))
+    options, _ = local_file_options(table, str(tmp_path))
     stream = file_format(table).read_local(spark, table, str(landing), options)
     query = (stream.writeStream.format("memory").queryName("csv_stream").trigger(availableNow=True).start())
     query.awaitTermination()
