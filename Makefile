@@ -55,9 +55,9 @@ demo: setup
 	$(BIN)/lakewatch demo
 
 # Two pytest workers (one per core); a module's tests stay on one worker, so its state folder, engine
-# and fixtures are set up once (tests/conftest.py). (pytest-xdist's loadgroup does not keep groups
-# together with pytest 9, so whole files it is.) pytest-xdist 3.8 hands out the files with the most
-# tests first. Longest first (--no-loadscope-reorder, with the two longest scenario modules first) is
+# and fixtures are set up once, and modules that share a costly session fixture run on one worker
+# together (tests/conftest.py, SHARED_FIXTURE_GROUPS). pytest-xdist 3.8 hands out the files with the
+# most tests first. Longest first (--no-loadscope-reorder, with the two longest scenario modules first) is
 # not measurably faster and starts those two modules' engines together on both cores, which can make
 # CI fail (see bench/RESULTS.md).
 PYTEST_WORKERS ?= 2

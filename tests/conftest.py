@@ -14,16 +14,39 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 # `make test` runs `pytest -n 2 --dist loadfile`: each module runs whole on one worker, so its
-# module-scoped fixtures (a state folder and its engine, crafted tables) are set up once. pytest-xdist
-# hands out the files with the most tests first (see the Makefile for why not longest first).
+# module-scoped fixtures (a state folder and its engine, crafted tables) are set up once; the modules of
+# a SHARED_FIXTURE_GROUPS group run together. pytest-xdist hands out the files with the most tests first
+# (see the Makefile for why not longest first).
 
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "sql", "integration")
+# Modules that share a session fixture too costly to build twice run on one pytest-xdist worker (a
+# session fixture is built once per worker): test module -> its group.
+SHARED_FIXTURE_GROUPS = {
+    "tests/integration/test_own_data.py": "own_data and the demo",  # the own_data fixture
+    "tests/integration/test_demo.py": "own_data and the demo",
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With `--dist loadfile`: whole modules per worker as usual, but the modules of one group of
+    SHARED_FIXTURE_GROUPS together."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SHARED_FIXTURE_GROUPS.get(module, module)
+
+    return SharedFixtureScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -48,12 +48,14 @@ def forget_refreshes(home: Path) -> None:
 @dataclass
 class Cli:
     home: Path
+    project: Path = PROJECT_ROOT  # the project the command runs in (its conf/tables.yml, its code)
 
     def run(self, *args: str, expect: int | None = 0, timeout: int = 600,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        env = {**cli_env(self.home), **(env or {})}
+        env = {**cli_env(self.home), **({"PYTHONPATH": str(self.project)} if self.project != PROJECT_ROOT else {}),
+               **(env or {})}
         command = [sys.executable, "-m", "pipelines.cli", *args]
-        with subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+        with subprocess.Popen(command, cwd=self.project, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) as process:
             try:
                 stdout, stderr = process.communicate(timeout=timeout)

@@ -1,9 +1,9 @@
 """After `lakewatch demo` (four ingest updates, one failing on purpose, then the job's observability
-refresh): the event log agrees with the tables, the observability tables are filled and agree with
-the event log and bronze, and every alert query runs on them. And the dashboard page the demo rendered:
-opened in headless Chromium, it loads without script errors or network requests, every data widget
-shows data, and a full-page screenshot is left in tests/artifacts/ for people to look at. (One module,
-so one pytest-xdist worker runs the demo once for all of them.)"""
+refresh), run in a project where a user had added tables of their own first (the own_data fixture, which
+test_own_data shares): the event log agrees with the tables, the observability tables are filled and
+agree with the event log and bronze, and every alert query runs on them. And the dashboard page the demo
+rendered: opened in headless Chromium, it loads without script errors or network requests, every data
+widget shows data, and a full-page screenshot is left in tests/artifacts/ for people to look at."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.anomalies import MIN_HISTORY
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
 from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
-from tests.integration.helpers import PROJECT_ROOT, Cli, LocalTables, cli_env
+from tests.integration.helpers import PROJECT_ROOT, SCHEMA_DIR, Cli, LocalTables, cli_env
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +36,11 @@ LVDASH = PROJECT_ROOT / "dashboards" / "lakewatch.lvdash.json"
 @pytest.fixture(scope="module")
 def tables(spark, demo_home) -> LocalTables:
     return LocalTables(spark, demo_home)
+
+
+def every_bronze(home: Path) -> list[str]:
+    """The bronze tables of every table the demo's project configures (its own three and the user's)."""
+    return sorted(p.name for p in (home / "warehouse" / SCHEMA_DIR).glob("*_bronze"))
 
 
 def metric_sums(tables: LocalTables, flow: str) -> dict[str, int]:
@@ -161,7 +166,7 @@ def test_each_update_defines_the_source_view_with_the_schema_spark_gave_its_bron
         assert [(f["name"], f["data_type"]) for f in json.loads(row["s"])] == written[:-1], row["u"]
     # One analysed plan per view, not one per update: the key holds nothing of a single update.
     kept = json.loads((demo_home / "state" / "plan_schemas.json").read_text())["schemas"]
-    assert len(kept) == len(BRONZE)
+    assert len(kept) == len(every_bronze(demo_home))
 
 
 def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and_the_cause(tables):
@@ -179,18 +184,18 @@ def test_the_failed_update_has_an_insight_that_names_the_flow_its_definition_and
     assert start <= insight["definition_line"] <= end
 
 
-def test_report_lists_the_updates_newest_first_with_the_failure_explained(tables, demo_home):
+def test_report_lists_the_updates_newest_first_with_the_failure_explained(tables, demo_cli):
     # Oracle: the terminal state of each update, read straight from the ingest event log.
     states = {r["u"]: r["s"] for r in tables.sql(
         "SELECT origin.update_id AS u, get_json_object(details, '$.update_progress.state') AS s, timestamp FROM {log} "
         "WHERE event_type = 'update_progress' AND get_json_object(details, '$.update_progress.state') "
         "IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY timestamp DESC", log="lakewatch_ingest_event_log").collect()}
-    report = json.loads(Cli(demo_home).run("report", "--json").stdout)
+    report = json.loads(demo_cli.run("report", "--json").stdout)
     assert [(u["update_id"], u["final_state"]) for u in report["updates"]] == list(states.items())
     [failed] = [u for u in report["updates"] if u["final_state"] == "FAILED"]
     assert (failed["category"], failed["failing_flow"]) == ("unreadable_file", "orders_bronze")
     assert report["as_of"] is not None
-    text = Cli(demo_home).run("report", env={"COLUMNS": "60"}).stdout
+    text = demo_cli.run("report", env={"COLUMNS": "60"}).stdout
     assert all(len(line) <= 60 for line in text.splitlines())
     assert "why: unreadable_file in flow orders_bronze (pipelines/ingestion.py:" in " ".join(text.split())
 
@@ -281,8 +286,8 @@ def test_health_metrics_hold_every_metric_once(tables):
     assert sorted(names) == sorted(HEALTH_METRIC_NAMES)
 
 
-def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_home, project_root):
-    cli = Cli(demo_home)
+def test_every_alert_query_runs_and_the_cli_pages_on_triggered_alerts(demo_cli, project_root):
+    cli = demo_cli
     report = json.loads(cli.run("alerts", "--json").stdout)
     files = {p.name.removesuffix(".alert.yml") for p in (project_root / "resources" / "alerts").glob("*.alert.yml")}
     assert sorted(a["alert"] for a in report) == sorted(files)
@@ -313,7 +318,7 @@ def test_reconciliation_accounts_for_every_line_of_every_file(tables):
     """Lines with content, counted by the runner without Spark, equal the rows bronze holds per file."""
     rows = tables.table("reconciliation").collect()
     assert rows and {(r["difference"], r["status"]) for r in rows} == {(0, "ok")}
-    assert sum(r["lines"] for r in rows) == sum(tables.table(b).count() for b in BRONZE)
+    assert sum(r["lines"] for r in rows) == sum(tables.table(b).count() for b in every_bronze(tables.home))
 
 
 def test_the_history_holds_each_event_of_the_live_log_once_by_utc_date(tables):
@@ -500,10 +505,10 @@ def test_the_docs_show_read_only_commands_to_run():
 
 
 @pytest.mark.parametrize("where,args", documented_read_only_commands(), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
-def test_documented_command_runs_on_the_demo_state(demo_home: Path, where: str, args: list[str]):
+def test_documented_command_runs_on_the_demo_state(demo_cli: Cli, where: str, args: list[str]):
     """Exit 0, a result on stdout; `alerts --fail-on-trigger` exits 1 on the demo, whose alerts fire."""
     expect = 1 if "--fail-on-trigger" in args else 0
-    result = Cli(demo_home).run(*args, expect=expect, timeout=300)
+    result = demo_cli.run(*args, expect=expect, timeout=300)
     assert result.stdout.strip() or "status" in args, f"{where}: lakewatch {' '.join(args)} printed no result"
     if "-o" in args and args[args.index("-o") + 1] == "json" or "--json" in args:
         json.loads(result.stdout)
