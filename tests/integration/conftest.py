@@ -13,7 +13,6 @@ from tests.integration.helpers import Cli, stop_engines
 from tests.integration.own_project import run_user_steps
 
 
-
 @pytest.fixture(scope="session", autouse=True)
 def resident_engines():
     """Stops the resident engine of every state folder the tests used, when the session ends."""
