@@ -26,7 +26,7 @@ $(INSTALLED): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "setup: installing the Python packages into $(VENV) (pip, a few minutes the first time) ..." >&2
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,dev]'
+	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) -e '.[local,dev]'
 	@echo "setup: Python packages installed" >&2
 	@touch $@
 

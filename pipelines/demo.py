@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from pipelines.alerts import format_result, load_alerts, run_alert
 from pipelines.config import CORRUPT_RECORDS_SINK, TablesConfig
-from pipelines.console import failed_on_purpose, failure_paragraph, summarize
+from pipelines.console import failed_on_purpose, failure_paragraph, summarize, update_document
 from pipelines.dashboard.files import dashboard_files, write_dashboard_file
 from pipelines.generator import generate_batch, load_column_settings, redeliver
 from pipelines.errors import LakewatchError
@@ -42,6 +42,15 @@ class Step:
     redeliver_first: bool = False
     expect_failure: bool = False
     job: bool = False  # run the bundle's job (ingest, archive, observability) instead of an ingest update
+
+
+@dataclass
+class DemoOutcome:
+    """What the demo did: `ok` when everything went as intended, and the result `lakewatch demo -o json`
+    prints (its shape: docs/cli.md)."""
+
+    ok: bool
+    document: dict[str, Any] = field(default_factory=dict)
 
 
 DEMO_HOME = PROJECT_ROOT / ".lakewatch-demo"
@@ -110,7 +119,7 @@ def reset(project: Any) -> None:
             entry.unlink()
 
 
-def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
+def run_demo(project: Any, rows: int = 400, seed: int = 7) -> DemoOutcome:
     say: Callable[[str], None] = project.print
     reset(project)
     tables = project.tables()
@@ -120,6 +129,7 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
     results: list[tuple[Step, UpdateResult]] = []
     failed_tasks: list[Any] = []  # job tasks other than updates that failed (the event log's archive)
     say(f"demo state folder {project.home.root} (landing root {landing}); nothing outside it is changed")
+    document: dict[str, Any] = {"home": str(project.home.root), "landing_root": str(landing), "steps": []}
     for number, step in enumerate(scenario(truncated_table(tables)), start=1):
         say("")
         say(f"== {step.title}")
@@ -138,42 +148,56 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> int:
                 for line in summarize(update):
                     say(line)
         else:
-            result = runner.run_update(UpdateRequest("lakewatch_ingest"))
+            updates = [runner.run_update(UpdateRequest("lakewatch_ingest"))]
+            result = updates[0]
             for line in summarize(result):
                 say(line)
         results.append((step, result))
+        document["steps"].append({"step": number, "title": step.title, "files_written": len(written),
+                                  "expect_failure": step.expect_failure,
+                                  "updates": [update_document(u) for u in updates]})
 
     say("")
     say("== summary")
-    ok = print_summary(project, tables, results)
+    ok, document["tables"] = print_summary(project, tables, results)
     for task in failed_tasks:
         say(f"UNEXPECTED: job task {task.task_key} FAILED: {task.error}")
         ok = False
+    document.update(health_metrics=None, alerts=None, dashboard_failed_widgets=None)
     if not observability.ok:
         say(f"UNEXPECTED: the observability update ended {observability.state}")
         say(failure_paragraph(observability))
         ok = False
     else:
-        print_health(project)
-        print_alerts(project)
-        ok = print_dashboard(project) and ok
-    return 0 if ok else 1
+        document["health_metrics"] = print_health(project)
+        document["alerts"] = print_alerts(project)
+        document["dashboard_failed_widgets"] = failed = print_dashboard(project)
+        ok = ok and failed == 0
+    document["as_intended"] = ok
+    return DemoOutcome(ok, document)
 
 
-def print_dashboard(project: Any) -> bool:
-    return sum(write_dashboard_file(project, key, path) for key, path in dashboard_files(project)) == 0
+def print_dashboard(project: Any) -> int:
+    """Renders every dashboard of the bundle; the number of widgets whose query failed."""
+    return sum(write_dashboard_file(project, key, path) for key, path in dashboard_files(project))
 
 
-def print_alerts(project: Any) -> None:
+def print_alerts(project: Any) -> dict[str, str]:
+    """Evaluates and prints every alert; its state by alert."""
     project.use_schema()
     project.print("alerts (the bundle's SQL alerts, evaluated on the local tables):")
     specs = load_alerts(project.bundle)
     width = max((len(spec.key) for spec in specs), default=0)
+    states = {}
     for spec in specs:
-        project.print("  " + format_result(run_alert(project.spark, spec), width))
+        evaluated = run_alert(project.spark, spec)
+        project.print("  " + format_result(evaluated, width))
+        states[spec.key] = evaluated.state
+    return states
 
 
-def print_health(project: Any) -> None:
+def print_health(project: Any) -> dict[str, float | None]:
+    """Prints the health metrics; their values by metric name (NULL: not measured)."""
     rows = project.spark.sql(
         f"SELECT metric_name, metric_value FROM {project.schema_name()}.health_metrics ORDER BY metric_name"
     ).collect()
@@ -181,15 +205,20 @@ def print_health(project: Any) -> None:
     for row in rows:
         value = "NULL" if row["metric_value"] is None else f"{row['metric_value']:.4g}"
         project.print(f"  {row['metric_name']:<36} {value}")
+    return {row["metric_name"]: None if row["metric_value"] is None else float(row["metric_value"]) for row in rows}
 
 
-def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateResult]]) -> bool:
+def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateResult]]
+                  ) -> tuple[bool, list[dict[str, Any]]]:
+    """Prints each table's rows and the updates that did not end as the scenario meant; whether all
+    did, and the table rows printed."""
     say = project.print
     spark = project.spark
     schema = project.schema_name()
     say(f"tables live in the local catalog, schema {schema} (files under {project.home.warehouse})")
     say(f"{'table':<12} {'bronze rows':>12} {'rescued':>9} {'corrupt':>9} {'clean rows':>11} {'rejected':>9} "
         f"{'quarantined':>12}")
+    counted = []
     for table in tables.tables:
         rejected = (f"(SELECT count(*) FROM {schema}.{table.rejected_name})" if table.drop_expectations
                     else "CAST(NULL AS BIGINT)")
@@ -201,6 +230,9 @@ def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateRes
         ).collect()[0]
         say(f"{table.name:<12} {row['n']:>12} {row['rescued']:>9} {row['corrupt']:>9} {row['clean']:>11} "
             f"{'-' if row['rejected'] is None else row['rejected']:>9} {row['quarantined']:>12}")
+        counted.append({"table": table.name, "bronze_rows": row["n"], "rescued": row["rescued"],
+                        "corrupt": row["corrupt"], "clean_rows": row["clean"], "rejected": row["rejected"],
+                        "quarantined": row["quarantined"]})
     event_log = project.pipeline().event_log
     say(f"event log: {event_log.full_name if event_log else '-'}; file state: {schema}.lakewatch_file_state")
     say(f"query them with: .venv/bin/lakewatch query \"SELECT * FROM {table.bronze_name} LIMIT 5\"")
@@ -213,4 +245,4 @@ def print_summary(project: Any, tables: Any, results: list[tuple[Step, UpdateRes
             for line in failed_on_purpose(number, result):
                 say(line)
     say("the demo ran as intended" if as_expected else "the demo did NOT run as intended (see above)")
-    return as_expected
+    return as_expected, counted

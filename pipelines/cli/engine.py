@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.cli import flags
 from pipelines.cli.output import json_result, note, result
-from pipelines.console import EXIT_OK
+from pipelines.console import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
     from pipelines.local.project import LocalProject
@@ -64,7 +64,10 @@ def cmd_demo(args: argparse.Namespace, project: LocalProject) -> int:
 
     with open_project(args.home, project.print, args.verbose, project.remote) as demo:
         demo.lock_runs("lakewatch demo")
-        return run_demo(demo, rows=args.rows, seed=args.seed)
+        outcome = run_demo(demo, rows=args.rows, seed=args.seed)
+    if args.output == "json":
+        json_result(outcome.document)
+    return EXIT_OK if outcome.ok else EXIT_FAILED
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -84,4 +87,5 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                 "  2    bad input or an error before anything ran")
     demo.add_argument("--rows", type=flags.positive_int, default=400, metavar="N", help="records per table per batch (default 400)")
     demo.add_argument("--seed", type=flags.non_negative_int, default=7, metavar="N", help="random seed (default 7)")
+    flags.add_output(demo)
     demo.set_defaults(handler=cmd_demo)

@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     drift = flags.add_verb(sub, common, "drift",
                            help="fields found in a table's _rescued_data (schema drift); --apply adds them to its schema",
-                           examples=["lakewatch drift", "lakewatch drift orders --apply coupon"])
+                           examples=["lakewatch drift", "lakewatch drift orders --apply promo_code"])
     drift.add_argument("table", nargs="?", default=None, help="the table (default: every table)")
     drift.add_argument("--apply", nargs="*", metavar="FIELD", default=None,
                        help="add these new fields (all new ones when none is named) to the table's schema in conf/tables.yml")

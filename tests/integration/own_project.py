@@ -12,6 +12,7 @@ tests/conftest.py runs the two modules on one worker)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -122,53 +123,127 @@ DEMO_ROWS = 150  # rows per table and batch of the demo
 DEMO_HOME = ".lakewatch-demo"  # the demo's default state folder, in the project
 
 
+def shown_as_run(shown: list[str], base: Path) -> list[str]:
+    """A documented command's arguments with the test's folders for the reader's: `~` is `base`,
+    `/tmp/landing` (a landing root shown) the user's exports under it."""
+    stand_ins = {"/tmp/landing": str(base / "exports")}
+    args = []
+    for word in shown:
+        word = str(base) + word[1:] if word.startswith("~") else word
+        for shown_path, path in stand_ins.items():
+            word = word.replace(shown_path, path)
+        args.append(word)
+    return args
+
+
+def documented_writes() -> list[list[str]]:
+    """The commands docs/cli.md shows, in its order, but those run on the demo's state (read-only,
+    test_demo), the `--remote` one (test_remote) and `demo` (the last step here): `generate` first,
+    so that the updates after it have the generated tables' files, and `engine` last."""
+    from tests.docs_commands import ROOT, read_only_on_demo_state, shell_blocks
+
+    on_demo = {tuple(shown) for _, _, shown in read_only_on_demo_state()}
+    shown = [words[1:] for block in shell_blocks(ROOT / "docs" / "cli.md") for words in block
+             if Path(words[0]).name == "lakewatch"]
+    kept = [a for a in shown if tuple(a) not in on_demo and "--remote" not in a and a[:1] != ["demo"]]
+    return sorted(kept, key=lambda a: {"generate": 0, "engine": 2}.get(next((w for w in a if not w.startswith("-")), ""), 1))
+
+
+class DocumentedRuns:
+    """Runs documented commands in the project as shown (`shown_as_run`); keeps what each printed,
+    by the command as shown, and runs a command shown twice (in two documents) once."""
+
+    def __init__(self, project: Project, base: Path) -> None:
+        self.project, self.base = project, base
+        self.outputs: dict[tuple[str, ...], tuple[str, str]] = {}
+
+    def __call__(self, shown: list[str], expect: int = 0) -> tuple[str, str]:
+        key = tuple(shown)
+        if key not in self.outputs:
+            self.outputs[key] = self.project.run(*shown_as_run(shown, self.base), expect=expect, split=True)
+        return self.outputs[key]
+
+    def text(self, shown: list[str]) -> str:
+        out, err = self(shown)
+        return out + err
+
+
+def write_samples(samples: Path) -> None:
+    """docs/cli.md's `add-table events --from ~/samples/events.json.gz`: a gzip of JSON lines."""
+    samples.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps({"event_id": i, "kind": ("view", "click")[i % 2], "at": (START + timedelta(seconds=i)).isoformat()})
+                    + "\n" for i in range(50))
+    (samples / "events.json.gz").write_bytes(gzip.compress(lines.encode()))
+
+
 def run_user_steps(base: Path) -> dict[str, Any]:
     """Every step in a new project under `base`, then the demo; what each printed and what the test
-    counted, by step."""
+    counted, by step. The steps are the commands docs/getting-started.md ("Your own data") and the
+    README show, run as shown (`~` is `base`), with the test's own between them; then every command
+    docs/cli.md shows that writes (`documented_writes`)."""
+    from tests.docs_commands import ROOT, section_blocks
+
     project = Project(copy_project(base / "project"))
     exports = base / "exports"
     written = write_exports(exports)
+    write_samples(base / "samples")
     root = ["--landing-root", str(exports)]
-    steps = {"before": (project.root / "conf" / "tables.yml").read_text()}
-    steps["add"] = [
-        project.run(*root, "add-table", "shipments", "--from", str(exports / "shipments" / "ship-001.json")),
-        project.run(*root, "add-table", "stock_levels", "--from", str(exports / "stock_levels")),
-        project.run(*root, "add-table", "sensor_readings", "--from", str(exports / "sensor_readings")),
-    ]
+    documented = DocumentedRuns(project, base)
+    add, first_run, drift = section_blocks(ROOT / "docs" / "getting-started.md", "## Your own data")
+    [readme] = section_blocks(ROOT / "README.md", "## Your own data")
+    steps: dict[str, Any] = {"before": (project.root / "conf" / "tables.yml").read_text()}
+    # 2. add tables (the guide's two, and a Parquet one of the test's)
+    steps["add"] = [documented.text(shown) for shown in add]
+    steps["add"].append(project.run(*root, "add-table", "sensor_readings", "--from", str(exports / "sensor_readings")))
     steps["config"] = yaml.safe_load((project.root / "conf" / "tables.yml").read_text())
     steps["add_json"] = project.run(*root, "add-table", "shipments", "--from", str(exports / "shipments" / "ship-001.json"),
                                     "--replace", "--dry-run", "-o", "json", split=True)
-    steps["check"] = project.run(*root, "check")
-    steps["job"] = project.run(*root, "job")
+    # 3. check, the job, an update (nothing new for it)
+    steps["check"], steps["job"], steps["first_run"] = (documented.text(shown) for shown in first_run)
     steps["bronze"] = project.query(*root, sql=(
         "SELECT 'shipments' AS t, count(*) AS n, count(DISTINCT shipment_id) AS k FROM shipments_bronze UNION ALL "
         "SELECT 'stock_levels', count(*), count(DISTINCT sku) FROM stock_levels_bronze UNION ALL "
         "SELECT 'sensor_readings', count(*), count(DISTINCT reading_id) FROM sensor_readings_bronze"))
-    steps["drift"] = project.run(*root, "drift", "shipments")
+    steps["readme"] = [documented.text(shown) for shown in readme]  # the README's steps (most ran above)
+    # 5. schema drift: list it, apply it, a full refresh reads the files again and fills the column
+    shown_drift, shown_apply, shown_refresh = drift
+    steps["drift"] = documented.text(shown_drift)
     steps["drift_json"] = project.run(*root, "drift", "-o", "json", split=True)
-    steps["apply"] = project.run(*root, "drift", "shipments", "--apply")
+    steps["apply"] = documented.text(shown_apply)
     steps["after_apply"] = project.run(*root, "drift", "shipments")
+    documented(shown_refresh)
+    filled = ("SELECT count(*) AS n, count(priority) AS filled, "
+              "count_if(get_json_object(_rescued_data, '$.priority') IS NOT NULL) AS rescued FROM shipments_bronze")
+    steps["refreshed"] = project.query(*root, sql=filled)
+    # the landing root in lakewatch.local.yml (the guide's other way), for the commands without the flag;
     # new files after the schema change fill the new column
+    settings = project.root / "lakewatch.local.yml"
+    settings.write_text(settings.read_text().replace("  landing_root: ${lakewatch.home}/landing",
+                                                     f"  landing_root: {exports}"))
     write_lines(exports / "shipments" / "ship-003.json",
                 [shipment(i, priority=True) for i in range(2 * SHIPMENTS, 2 * SHIPMENTS + 30)])
     written["shipments"] += 30
-    steps["run"] = project.run(*root, "run")
-    filled = ("SELECT count(*) AS n, count(priority) AS filled, "
-              "count_if(get_json_object(_rescued_data, '$.priority') IS NOT NULL) AS rescued FROM shipments_bronze")
-    steps["filled"] = project.query(*root, sql=f"{filled} WHERE _source_file LIKE '%ship-003.json'")
-    # a full refresh of the table reads every file again: the rows from before the change fill the column
-    project.run(*root, "run", "--full-refresh", "shipments_bronze,shipments,shipments_rejected")
-    steps["refreshed"] = project.query(*root, sql=filled)
+    steps["run"] = documented.text(["run"])
+    steps["filled"] = project.query(sql=f"{filled} WHERE _source_file LIKE '%ship-003.json'")
+    steps["counts_before_writes"] = bronze_counts(project, root, written)
+    # every other command docs/cli.md shows that writes; `drift --apply` changes conf/tables.yml for
+    # orders, put back before the demo (whose orders files carry that field as drift)
+    tables_yml = (project.root / "conf" / "tables.yml").read_text()
+    for shown in documented_writes():
+        documented(shown)
+    steps["applied_to_orders"] = yaml.safe_load((project.root / "conf" / "tables.yml").read_text())
+    (project.root / "conf" / "tables.yml").write_text(tables_yml)
     # the demo, after the user's tables: its own state folder and landing root
     steps["files_before"] = hashes(exports)
     steps["counts_before"] = bronze_counts(project, root, written)
     steps["home_before"] = sorted(p.name for p in (project.root / ".lakewatch").iterdir())
-    project.run(*root, "engine", "stop")
     steps["refused"] = project.run("demo", expect=2, env={"LAKEWATCH_HOME": str(project.root / ".lakewatch")})
-    steps["demo"] = project.run("demo", "--rows", str(DEMO_ROWS))
+    # docs/cli.md's `demo --rows 150`, with its JSON result
+    steps["demo_json"], steps["demo"] = project.run("demo", "--rows", str(DEMO_ROWS), "-o", "json", split=True)
+    documented.outputs[("demo", "--rows", str(DEMO_ROWS))] = (steps["demo_json"], steps["demo"])
     # the demo's engine stays up: test_demo queries the demo's state next
     steps["files_after"] = hashes(exports)
     steps["counts_after"] = bronze_counts(project, root, written)
     project.run(*root, "engine", "stop")  # the user's engine is not needed after this
     return {"project": project, "exports": exports, "written": written, "demo_home": project.root / DEMO_HOME,
-            **steps}
+            "documented": documented.outputs, **steps}

@@ -23,6 +23,7 @@ from pipelines.anomalies import MIN_HISTORY
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
 from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
 from tests.integration.helpers import PROJECT_ROOT, SCHEMA_DIR, Cli, LocalTables, cli_env
+from tests.docs_commands import READ_ONLY_VERBS
 
 pytestmark = pytest.mark.integration
 
@@ -281,6 +282,36 @@ def test_the_failed_update_is_one_closed_incident_with_its_root_cause(tables):
     assert (incident["category"], incident["root_cause_class"]) == (insight["category"], insight["root_cause_class"])
 
 
+def test_the_demo_s_json_result_agrees_with_its_tables_alerts_and_updates(own_data, tables, demo_cli):
+    """`demo -o json`: the counts it gives per table are those the test counts in the tables, its
+    updates are the event log's, its health metrics and alert states those the tables and
+    `lakewatch alerts` give now."""
+    document = json.loads(own_data["demo_json"])
+    assert document["as_intended"] is True and document["home"] == str(own_data["demo_home"])
+    states = [[u["state"] for u in step["updates"]] for step in document["steps"]]
+    assert states[:3] == [["COMPLETED"], ["COMPLETED"], ["FAILED"]] and set(states[3]) == {"COMPLETED"}
+    assert [step["expect_failure"] for step in document["steps"]] == [False, False, True, False]
+    logged = {r["update_id"] for r in tables.sql("SELECT DISTINCT origin.update_id AS update_id FROM {log}",
+                                                 log="lakewatch_ingest_event_log").collect()}
+    ingest = [u["update_id"] for step in document["steps"] for u in step["updates"] if u["pipeline"] == "lakewatch_ingest"]
+    assert len(ingest) == 4 and set(ingest) <= logged
+    for row in document["tables"]:
+        name = row["table"]
+        counted = tables.sql(
+            "SELECT count(*) AS bronze_rows, count(_rescued_data) AS rescued, count(_corrupt_record) AS corrupt "
+            "FROM {b}", b=f"{name}_bronze").collect()[0].asDict()
+        counted["clean_rows"] = tables.table(name).count()
+        counted["quarantined"] = tables.table("corrupt_records_sink").where(f"source_table = '{name}'").count()
+        rejected = Path(tables.path(f"{name}_rejected"))
+        counted["rejected"] = tables.table(rejected.name).count() if rejected.exists() else None
+        assert {k: row[k] for k in counted} == counted, name
+    assert {r["table"] for r in document["tables"]} == {b.removesuffix("_bronze") for b in every_bronze(own_data["demo_home"])}
+    metrics = {r["metric_name"]: r["metric_value"] for r in tables.table("health_metrics").collect()}
+    assert set(document["health_metrics"]) == set(metrics) == set(HEALTH_METRIC_NAMES)
+    alerts = {a["alert"]: a["state"] for a in json.loads(demo_cli.run("alerts", "--json").stdout)}
+    assert document["alerts"] == alerts and document["dashboard_failed_widgets"] == 0
+
+
 def test_health_metrics_hold_every_metric_once(tables):
     names = [r["metric_name"] for r in tables.table("health_metrics").collect()]
     assert sorted(names) == sorted(HEALTH_METRIC_NAMES)
@@ -464,37 +495,13 @@ def test_widgets_run_together_give_each_widget_s_own_query_result(demo_home: Pat
 
 # -- the commands the README and docs show, run on the demo's state --------------------------------
 # Verbs that only read the state (or the bundle): each documented command with one of them is run as it
-# is shown. Commands that write (run, job, generate, demo, add-table, drift --apply, engine start/stop)
-# and code blocks over the reader's own files (a `~/...` path in the block) are run elsewhere: the demo and tests/integration/
-# test_own_data.py do the README's steps; tests/unit/test_docs.py parses every command.
-READ_ONLY_VERBS = {"query", "report", "alerts", "check", "drift", "engine"}
-
-
+# is shown. The commands that write, and the blocks over the reader's own files (a `~/...` path in the
+# block), run in a user's project (tests/integration/own_project.py, checked by test_own_data); the
+# `--remote` one in test_remote; tests/unit/test_docs.py parses every command.
 def documented_read_only_commands() -> list[tuple[str, list[str]]]:
-    from pipelines.cli import build_parser
-    from tests.unit.test_docs import DOCS, SHELL_FENCES, code_blocks, doc_id, shell_commands
+    from tests.docs_commands import read_only_on_demo_state
 
-    blocks = [(doc_id(path), shell_commands(f"```{info}\n{body}```\n"))
-              for path in DOCS for info, body in code_blocks(path.read_text(encoding="utf-8"))
-              if info in SHELL_FENCES]
-    found = []
-    for where, words in ((where, words) for where, block in blocks
-                         if not any(w.startswith("~") for words in block for w in words) for words in block):
-        if Path(words[0]).name != "lakewatch":
-            continue
-        args = list(words[1:])
-        if {"-h", "--help", "--version"} & set(args):
-            continue
-        if "--home" in args:  # the test's own state folder stands in for the one shown
-            i = args.index("--home")
-            del args[i:i + 2]
-        parsed = build_parser().parse_args(args)
-        if parsed.command not in READ_ONLY_VERBS or getattr(parsed, "apply", None) is not None:
-            continue
-        if parsed.command == "engine" and parsed.action != "status":
-            continue
-        found.append((where, args))
-    return found
+    return [(where, args) for where, args, _ in read_only_on_demo_state()]
 
 
 def test_the_docs_show_read_only_commands_to_run():

@@ -5,7 +5,9 @@ the bronze row counts before and after the demo."""
 
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -65,8 +67,10 @@ def test_drift_lists_the_extra_field_then_applies_it(own):
     assert "  priority: BIGINT" in (own["project"].root / "conf" / "tables.yml").read_text()
     assert "in schema" in own["after_apply"]
     assert f"{DRIFTED} rows keep it in _rescued_data until a full refresh" in own["after_apply"]
+    # the full refresh read both files again: the rows from before the change fill the column
+    assert own["refreshed"] == [{"n": 2 * SHIPMENTS, "filled": DRIFTED, "rescued": 0}]
+    # a file after the change fills it in the next update
     assert own["filled"] == [{"n": 30, "filled": 30, "rescued": 0}]
-    assert own["refreshed"] == [{"n": 2 * SHIPMENTS + 30, "filled": DRIFTED + 30, "rescued": 0}]
 
 
 def test_the_demo_leaves_the_users_files_and_tables_alone(own):
@@ -93,3 +97,49 @@ def test_add_table_and_drift_print_their_results_as_documented_json(own):
     assert set(tables) == {t["name"] for t in own["config"]["tables"]}
     priority = next(f for f in tables["shipments"]["fields"] if f["name"] == "priority")
     assert (priority["type"], priority["rows"], priority["kind"]) == ("BIGINT", DRIFTED, "new")
+
+
+# -- every command the README and docs show runs in `make test` --------------------------------------
+def test_every_command_the_docs_show_runs_as_shown(own):
+    """Those that only read run on the demo's state (test_demo), the `--remote` one against a server
+    (test_remote), every other one here, as shown (the test's folders for the reader's)."""
+    from tests.docs_commands import lakewatch_commands, read_only_on_demo_state
+
+    on_demo = {tuple(shown) for _, _, shown in read_only_on_demo_state()}
+    not_run = [f"{where}: lakewatch {' '.join(args)}" for where, args in lakewatch_commands()
+               if "--remote" not in args and tuple(args) not in on_demo and tuple(args) not in own["documented"]]
+    assert not not_run, "shown but run by no test:\n" + "\n".join(not_run)
+
+
+def test_documented_json_results_have_their_documented_keys(own):
+    """docs/cli.md's `-o json` shapes, for the commands it shows with `-o json` that write."""
+    out, _ = own["documented"][("run", "lakewatch_observability", "-o", "json")]
+    update = json.loads(out)
+    assert {"update_id", "pipeline", "state", "started_at", "ended_at", "duration_seconds", "flows", "error",
+            "insight"} <= set(update)
+    assert update["state"] == "COMPLETED" and update["error"] is None and update["flows"]
+    out, _ = own["documented"][("generate", "--mix", "malformed=0.1,empty_file=0", "--table", "orders", "-o", "json")]
+    generated = json.loads(out)
+    assert generated["landing_root"] == str(own["exports"]) and generated["files"]
+    assert {f["table"] for f in generated["files"]} == {"orders"}
+    for file in generated["files"]:  # the test's own count of each file's lines
+        path = own["exports"] / file["path"] if not file["path"].startswith("/") else Path(file["path"])
+        data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        assert sum(file["lines"].values()) == data.count(b"\n"), file
+
+
+def test_the_documented_writes_did_what_they_say(own):
+    docs = own["documented"]
+    assert "timings:" in "".join(docs[("run", "--verbose")])
+    # `drift orders --apply promo_code` added the field to orders' schema (put back before the demo)
+    orders = {t["name"]: t for t in own["applied_to_orders"]["tables"]}["orders"]
+    assert "promo_code" in orders["schema"]
+    assert "promo_code" not in (own["project"].root / "conf" / "tables.yml").read_text()
+    # the dry run wrote nothing
+    out, err = docs[("add-table", "events", "--from", "~/samples/events.json.gz", "--landing", "events",
+                     "--all-strings", "--dry-run")]
+    assert "event_id" in out + err and "events" not in {t["name"] for t in own["applied_to_orders"]["tables"]}
+    # the full refresh of every table and the selections kept each user's record once
+    assert own["counts_before_writes"] == own["counts_before"] == own["written"]
+    assert docs[("--version",)][0].startswith("lakewatch ")
+    assert "usage:" in docs[("--help",)][0] and "--full-refresh-all" in docs[("run", "--help")][0]

@@ -129,6 +129,14 @@ def landing_files(home: Path, table: str) -> list[Path]:
     return [p for p in (home / "landing" / table).rglob("*") if p.is_file() and not p.name.startswith(".")]
 
 
+def documented_remote_run(url: str) -> list[str]:
+    """docs/local-engine.md's `--remote` command, this test's server for the endpoint shown."""
+    from tests.docs_commands import lakewatch_commands
+
+    [shown] = [args for _, args in lakewatch_commands() if "--remote" in args]
+    return [url if word.startswith("sc://") else word for word in shown]
+
+
 @pytest.fixture(scope="module")
 def remote_run(spark, connect_server, tmp_path_factory):
     home = tmp_path_factory.mktemp("remote_home")
@@ -139,7 +147,7 @@ def remote_run(spark, connect_server, tmp_path_factory):
     for batch in range(2):
         generate_batch(spark, tables, home / "landing", rows=150, seed=11 + batch, column_settings=settings,
                        mix=Mix(malformed=0.05, type_mismatch=0.05, unknown_field=0.05, case_variant=0.03, empty_file=0.0))
-        outputs.append(cli.run("--remote", connect_server.url, "run").stdout)
+        outputs.append(cli.run(*documented_remote_run(connect_server.url)).stdout)
     counts = json.loads(cli.run("--remote", connect_server.url, "query", "--json",
                                 " UNION ALL ".join(f"SELECT '{t}' AS t, _source_file AS f, count(*) AS n "
                                                    f"FROM lakewatch.{t}_bronze GROUP BY ALL" for t in TABLES)).stdout)

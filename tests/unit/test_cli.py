@@ -381,6 +381,26 @@ def test_every_flag_has_a_help_text_and_every_verb_examples_and_exit_codes():
             assert action.help, (name, action.option_strings or action.dest)
 
 
+def test_every_verb_takes_the_output_format_and_its_json_short_form():
+    import argparse
+
+    from pipelines.cli import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+    for name, verb in sub.choices.items():
+        options = {o for action in verb._actions for o in action.option_strings}  # noqa: SLF001
+        assert {"-o", "--output", "--json"} <= options, name
+        words = [name]
+        for action in verb._actions:  # noqa: SLF001 (a value for each required argument)
+            if not action.option_strings and action.nargs in (None, "+"):
+                words.append("x")
+            elif action.required:
+                words += [action.option_strings[0], "x"]
+        words.append("--json")
+        assert parser.parse_args(words).output == "json", name
+
+
 # -- results on stdout, exactly (no engine) -------------------------------------------------------------
 def test_json_holds_decimals_exactly_and_dates_as_iso_text(capsys):
     import json

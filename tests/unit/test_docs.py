@@ -11,7 +11,6 @@ import contextlib
 import io
 import json
 import re
-import shlex
 from pathlib import Path
 
 import pytest
@@ -20,64 +19,15 @@ import yaml
 from docs.tools import observability_tables
 from pipelines.cli import build_parser
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES, PUBLISHED
+from tests.docs_commands import DOCS, ROOT, all_commands, doc_id, prose
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
-SHELL_FENCES = {"sh", "bash", "shell", "console"}
 NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
 
 
-def doc_id(path: Path) -> str:
-    return str(path.relative_to(ROOT))
-
-
 def text_of(name: str) -> str:
     return (ROOT / name).read_text(encoding="utf-8")
-
-
-def code_blocks(text: str) -> list[tuple[str, str]]:
-    """(info string, body) of every fenced code block."""
-    return [(m.group(1).strip().lower(), m.group(2))
-            for m in re.finditer(r"^```([^\n`]*)\n(.*?)^```", text, re.S | re.M)]
-
-
-def prose(text: str) -> str:
-    """The text without its fenced code blocks."""
-    return re.sub(r"^```[^\n`]*\n.*?^```", "", text, flags=re.S | re.M)
-
-
-def shell_commands(text: str) -> list[list[str]]:
-    """The commands of the shell code blocks, as argument lists: a `$ ` prompt, comments, line
-    continuations and leading VAR=value assignments removed; lines that are output (in a console
-    block, those without a prompt) are left out."""
-    commands = []
-    for info, body in code_blocks(text):
-        if info not in SHELL_FENCES:
-            continue
-        joined = re.sub(r"\\\n\s*", " ", body)
-        for line in joined.splitlines():
-            line = line.strip()
-            if info == "console":
-                if not line.startswith("$ "):
-                    continue
-            line = line.removeprefix("$ ")
-            if not line or line.startswith("#"):
-                continue
-            for part in re.split(r"\s(?:&&|\|\||;|\|)\s", line):
-                words = shlex.split(part, comments=True)
-                while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-                    words = words[1:]
-                if words and words[0] == "export":
-                    continue
-                if words:
-                    commands.append(words)
-    return commands
-
-
-def all_commands() -> list[tuple[str, list[str]]]:
-    return [(doc_id(path), words) for path in DOCS for words in shell_commands(path.read_text(encoding="utf-8"))]
 
 
 def makefile_targets() -> set[str]:
