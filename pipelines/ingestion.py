@@ -129,7 +129,13 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
     @dp.append_flow(target=CORRUPT_RECORDS_SINK, name=table.sink_flow_name)
     @engine.query(None, table.sink_flow_name, (), streaming=True)
     def quarantine() -> DataFrame:
-        return quarantine_query(spark.readStream.table(table.bronze_name), table.name)
+        # A refresh selection names tables, never a sink's flow: a full refresh of bronze (with the
+        # tables that stream from it) rewrites bronze under this flow's checkpoint. Skipping the
+        # truncation's commit, the flow goes on with the rows bronze is written again with (their
+        # corrupt lines quarantined again, as a full refresh of every table does) instead of failing
+        # every later update with DELTA_SOURCE_IGNORE_DELETE.
+        bronze_rows = spark.readStream.option("skipChangeCommits", "true").table(table.bronze_name)
+        return quarantine_query(bronze_rows, table.name)
 
     @dp.table(
         name=table.clean_name,

@@ -232,6 +232,8 @@ def run_user_steps(base: Path) -> dict[str, Any]:
     for shown in documented_writes():
         documented(shown)
     steps["applied_to_orders"] = yaml.safe_load((project.root / "conf" / "tables.yml").read_text())
+    steps["orders_quarantine"] = project.query(sql=(
+        "SELECT _source_file, _record_hash FROM corrupt_records_sink WHERE source_table = 'orders'"))
     (project.root / "conf" / "tables.yml").write_text(tables_yml)
     # the demo, after the user's tables: its own state folder and landing root
     steps["files_before"] = hashes(exports)

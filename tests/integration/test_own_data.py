@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import corrupt_lines_on_disk, local_path
 from tests.integration.own_project import DRIFTED, SHIPMENTS
 
 pytestmark = pytest.mark.integration
@@ -143,3 +144,13 @@ def test_the_documented_writes_did_what_they_say(own):
     assert own["counts_before_writes"] == own["counts_before"] == own["written"]
     assert docs[("--version",)][0].startswith("lakewatch ")
     assert "usage:" in docs[("--help",)][0] and "--full-refresh-all" in docs[("run", "--help")][0]
+
+
+def test_updates_after_the_documented_full_refreshes_quarantine_every_corrupt_line(own):
+    """`run --full-refresh orders_bronze,orders,orders_rejected` rewrites bronze under the flow into
+    corrupt_records_sink (a selection cannot name it); the updates after it complete, and every
+    malformed line of the generated orders files (the test's own reading of them) is in the sink."""
+    manifest = json.loads((own["exports"] / "_manifest.json").read_text())
+    expected = corrupt_lines_on_disk(manifest, "orders")
+    quarantined = {(local_path(r["_source_file"]), r["_record_hash"]) for r in own["orders_quarantine"]}
+    assert expected and quarantined == set(expected)
