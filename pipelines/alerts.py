@@ -76,6 +76,8 @@ class AlertSpec:
     threshold_column: str | None = None
     threshold_aggregation: str | None = None
     empty_result_state: str = "UNKNOWN"
+    retrigger_seconds: int | None = None  # while TRIGGERED, notify again after this long (None: once)
+    notify_on_ok: bool = False  # notify when the alert returns to OK
 
     @classmethod
     def from_resource(cls, key: str, resource: Mapping[str, Any]) -> "AlertSpec":
@@ -83,6 +85,7 @@ class AlertSpec:
         threshold = evaluation.get("threshold") or {}
         value = threshold.get("value") or {}
         column = threshold.get("column") or {}
+        notification = evaluation.get("notification") or {}
         literal = next((value[k] for k in ("double_value", "string_value", "bool_value") if k in value), None)
         if "double_value" in value and literal is not None:
             literal = float(literal)
@@ -97,6 +100,8 @@ class AlertSpec:
             threshold_column=column.get("name"),
             threshold_aggregation=column.get("aggregation"),
             empty_result_state=str(evaluation.get("empty_result_state", "UNKNOWN")),
+            retrigger_seconds=int(notification["retrigger_seconds"]) if notification.get("retrigger_seconds") else None,
+            notify_on_ok=bool(notification.get("notify_on_ok", False)),
         )
 
 

@@ -116,6 +116,10 @@ ERROR_CLASSES: dict[str, str] = {
     "QUERY_FAILED": "The query failed: {reason}",
     "JOB_SQL_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",
     "JOB_PYTHON_TASK_INVALID": "Task '{task}' of job '{job}' cannot run: {reason}.",
+    "ALERT_HISTORY_NOT_FOUND": (
+        "No health metrics history to replay the alerts over in {table}: the job's snapshot_health_metrics "
+        "task fills it after each observability refresh (run `lakewatch job`). ({reason})"
+    ),
     "REPORT_NO_TABLES": (
         "No observability tables to report from in {home}: run `lakewatch run lakewatch_observability` "
         "(or `lakewatch job`) after an ingest update first. ({reason})"

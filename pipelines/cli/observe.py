@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 def cmd_alerts(args: argparse.Namespace, project: LocalProject) -> int:
     from pipelines.alerts import format_result, load_alerts, run_alert
 
+    if args.replay:
+        return replay_alerts(args, project)
     project.use_schema()
     results = [run_alert(project.spark, spec) for spec in load_alerts(project.bundle)]
     if args.output == "json":
@@ -35,6 +37,41 @@ def cmd_alerts(args: argparse.Namespace, project: LocalProject) -> int:
     if args.fail_on_trigger and alarming:
         return EXIT_FAILED
     return EXIT_OK
+
+
+def replay_alerts(args: argparse.Namespace, project: LocalProject) -> int:
+    """`alerts --replay`: today's alert definitions over the health metrics history."""
+    from datetime import datetime, timezone
+
+    from pipelines import alert_replay
+    from pipelines.alerts import load_alerts
+
+    if args.fail_on_trigger:
+        raise LakewatchError("CLI_INVALID_ARGUMENT", {
+            "reason": "--fail-on-trigger judges the alerts' state now; --replay shows their past"})
+    since = alert_replay.parse_since(args.since, datetime.now(timezone.utc))
+    project.use_schema()
+    history = str(project.bundle.variable("health_metrics_history"))
+    times, replays = alert_replay.replay_alerts(project.spark, load_alerts(project.bundle), history, since)
+    if args.output == "json":
+        json_result(alert_replay.document(replays, times, since))
+    else:
+        for line in alert_replay.render(replays, len(times), since):
+            result(line)
+    return EXIT_OK
+
+
+def since_text(text: str) -> str:
+    """`--since`: checked as it is given (a bad value is exit 2), read when the command runs."""
+    from datetime import datetime, timezone
+
+    from pipelines.alert_replay import parse_since
+
+    try:
+        parse_since(text, datetime.now(timezone.utc))
+    except LakewatchError as e:
+        raise argparse.ArgumentTypeError(str(e.parameters.get("reason", e))) from None
+    return text
 
 
 def cmd_report(args: argparse.Namespace, project: LocalProject) -> int:
@@ -154,8 +191,14 @@ def check_queries(project: LocalProject) -> list[dict[str, Any]]:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     verb = flags.add_verb
     alerts = verb(sub, common, "alerts", help="evaluate the bundle's SQL alerts on the local tables",
-                  examples=["lakewatch alerts", "lakewatch alerts --fail-on-trigger -o json"])
+                  examples=["lakewatch alerts", "lakewatch alerts --fail-on-trigger -o json",
+                            "lakewatch alerts --replay --since 30d"])
     alerts.add_argument("--fail-on-trigger", action="store_true", help="exit 1 when an alert is TRIGGERED or in ERROR")
+    alerts.add_argument("--replay", action="store_true",
+                        help="evaluate today's alert definitions over the health metrics of earlier observability "
+                             "refreshes: when each would have fired and cleared, and how often it would have notified")
+    alerts.add_argument("--since", type=since_text, default="30d", metavar="WHEN",
+                        help="with --replay: from when (30d, 12h, 90m, or a date or time in UTC; default 30d)")
     flags.add_output(alerts)
     alerts.set_defaults(handler=cmd_alerts)
 

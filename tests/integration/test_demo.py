@@ -312,6 +312,20 @@ def test_the_demo_s_json_result_agrees_with_its_tables_alerts_and_updates(own_da
     assert document["alerts"] == alerts and document["dashboard_failed_widgets"] == 0
 
 
+def test_replaying_the_alerts_over_the_demo_s_one_refresh_gives_their_states_now(demo_cli, tables):
+    """The demo's job kept its one observability refresh's metrics (snapshot_health_metrics); every
+    alert replayed over it is in the state `lakewatch alerts` gives now, on the same metrics."""
+    kept = tables.spark.read.format("delta").load(tables.path("lakewatch_health_metrics_history"))
+    metrics = {r["metric_name"]: (r["metric_value"], r["checked_at"]) for r in tables.table("health_metrics").collect()}
+    assert {r["metric_name"]: (r["metric_value"], r["checked_at"]) for r in kept.collect()} == metrics
+    replay = json.loads(demo_cli.run("alerts", "--replay", "--since", "30d", "-o", "json").stdout)
+    live = {a["alert"]: a["state"] for a in json.loads(demo_cli.run("alerts", "--json").stdout)}
+    assert len(replay["refreshes"]) == 1
+    assert {a["alert"]: [c["state"] for c in a["checks"]] for a in replay["alerts"]} == {k: [v] for k, v in live.items()}
+    notified = {a["alert"] for a in replay["alerts"] if a["notifications"]}
+    assert notified == {k for k, v in live.items() if v == "TRIGGERED"}
+
+
 def test_health_metrics_hold_every_metric_once(tables):
     names = [r["metric_name"] for r in tables.table("health_metrics").collect()]
     assert sorted(names) == sorted(HEALTH_METRIC_NAMES)
