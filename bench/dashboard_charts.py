@@ -54,6 +54,9 @@ def synthetic_result(widget: Widget) -> WidgetResult:
 
 
 def main() -> None:
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     dashboard = load_dashboard(LVDASH)
     charts = [(page, w) for page, w in dashboard.widgets() if w.kind in ("line", "bar")]
     results = [(page, synthetic_result(w)) for page, w in charts]

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -103,6 +104,65 @@ def test_make_command_names_a_target(where: str, words: list[str]):
     targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
     assert targets, f"{where}: bare `make` (write the target)"
     assert set(targets) <= makefile_targets(), f"{where}: {' '.join(words)}: no such Makefile target"
+
+
+KNOWN_PROGRAMS = {"lakewatch", "make", "python", "databricks", "eval"}
+
+
+def test_every_command_shown_is_one_a_test_runs_or_checks():
+    """lakewatch commands run in the integration tier (tests/integration/test_own_data.py says which);
+    the others are checked here, each kind by the test below it."""
+    unknown = [(where, words) for where, words in all_commands() if Path(words[0]).name not in KNOWN_PROGRAMS]
+    assert not unknown, unknown
+
+
+@pytest.mark.parametrize("where,words", [c for c in all_commands() if Path(c[1][0]).name == "python"],
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_python_script_shown_exists_and_its_help_runs(where: str, words: list[str]):
+    """A benchmark script's run is measured by hand (bench/RESULTS.md); its options are checked here."""
+    import subprocess
+    import sys
+
+    script = ROOT / words[1]
+    assert script.is_file(), f"{where}: {words[1]} does not exist"
+    done = subprocess.run([sys.executable, str(script), *words[2:], "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "JAVA_HOME": "/nonexistent"})
+    assert done.returncode == 0 and "usage:" in done.stdout, f"{where}: {' '.join(words)}\n{done.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("where,words", [c for c in all_commands() if c[1][0] == "databricks"],
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_databricks_command_names_the_bundle_s_targets_variables_and_resources(where: str, words: list[str]):
+    """`databricks bundle ...` needs a workspace: its target, `--var` names and the resource it runs
+    are checked against databricks.yml and resources/ instead."""
+    bundle = yaml.safe_load(text_of("databricks.yml"))
+    assert words[1] == "bundle" and words[2] in {"validate", "deploy", "run", "summary", "destroy"}, words
+    args = words[3:]
+    for flag, value in zip(args, args[1:] + [""]):
+        if flag in ("-t", "--target"):
+            assert value in bundle["targets"], f"{where}: no target {value}"
+    for word in args:
+        if word.startswith("--var="):
+            assert word.removeprefix("--var=").split("=", 1)[0] in bundle["variables"], f"{where}: {word}"
+    if words[2] == "run":
+        keys = set()
+        for path in (ROOT / "resources").rglob("*.yml"):
+            for kinds in (yaml.safe_load(path.read_text()) or {}).get("resources", {}).values():
+                keys |= set(kinds)
+        named = [w for i, w in enumerate(args) if not w.startswith("-") and (i == 0 or args[i - 1] not in ("-t", "--target"))]
+        assert named and named[-1] in keys, f"{where}: {' '.join(words)} runs no resource of the bundle"
+
+
+def test_the_completion_command_shown_prints_a_script_for_lakewatch():
+    import shutil
+    import subprocess
+    import sys
+
+    shown = [words for _, words in all_commands() if words[0] == "eval"]
+    assert shown and all("register-python-argcomplete" in " ".join(w) for w in shown)
+    program = shutil.which("register-python-argcomplete") or str(Path(sys.executable).parent / "register-python-argcomplete")
+    done = subprocess.run([program, "lakewatch"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "lakewatch" in done.stdout and "complete" in done.stdout
 
 
 def test_inline_make_targets_and_verbs_exist():
