@@ -1,5 +1,7 @@
 """The README and docs/ hold to the code they describe (no JVM): every `lakewatch ...` command shown
-in a shell code block parses with the CLI's own parser and every `make X` names a Makefile target;
+in a shell code block parses with the CLI's own parser (tests/integration runs them all), every
+`make X` names a Makefile target, every benchmark script shown parses its options, every `databricks
+bundle` command names the bundle's targets, variables and resources;
 the alerts, dashboard pages, observability tables, health metrics and verbs the docs list (and count)
 are the ones in the bundle and the code; every relative link and image points at a file that exists,
 and every `#anchor` into a Markdown file at one of its headings."""
