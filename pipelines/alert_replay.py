@@ -3,15 +3,21 @@ observability refreshes, so that a threshold is tuned on what it would have done
 
 The job's `snapshot_health_metrics` task appends the health metrics of every completed refresh to a
 history table (jobs/snapshot_health_metrics.sql), one set of rows per refresh, keyed by `checked_at`.
-A replay runs each alert's own query with `health_metrics` standing for one refresh's rows of that
-history, refresh by refresh, evaluates the rows as the alert does (`pipelines.alerts.evaluate`: NULL
-is UNKNOWN, never OK; the clock a query reads is the refresh's time), and reports the alert's episodes (runs of checks in one state, when each began
-and ended) and the notifications Databricks would have sent at those checks: one when the alert
-becomes TRIGGERED, again at each check at least `retrigger_seconds` after the last one while it stays
-TRIGGERED, and one on the return to OK when `notify_on_ok` is set.
+A replay checks each alert when Databricks would have: at every time of the alerts' schedule (the
+bundle's `alert_schedule`, a Quartz cron such as `0 5/15 * * * ?`) from the first refresh in the window,
+and once more now. At each check the alert's own query runs with `health_metrics` standing for the
+rows of the latest refresh before it and the clock reading the check's time (so `lakewatch_stalled`
+fires when refreshes stop), and the rows are evaluated as the alert does (`pipelines.alerts.evaluate`:
+NULL is UNKNOWN, never OK). The replay reports the alert's episodes (runs of checks in one state, when
+each began and ended) and the notifications Databricks would have sent: one when the alert becomes
+TRIGGERED, again at each check at least `retrigger_seconds` after the last one while it stays
+TRIGGERED, and one on the return to OK when `notify_on_ok` is set. A TRIGGERED stretch under way when
+the window starts counts as notified at its first check.
 
 The metrics are replayed as each refresh computed them: a metric whose definition changed since keeps
-its old values. An alert whose query does not read `health_metrics` cannot be replayed and says so.
+its old values. An alert whose query does not read `health_metrics` cannot be replayed and says so; one
+that reads other tables too reads them as they are now. A schedule other than "every N minutes" (or
+every hour at given minutes) is not expanded: the alerts are then checked at each refresh.
 """
 
 from __future__ import annotations
@@ -25,14 +31,17 @@ from pipelines.alerts import AlertResult, AlertSpec, evaluate
 from pipelines.errors import LakewatchError, engine_message
 
 # A reference to the health metrics table, bare or qualified, quoted or not; not a longer name such as
-# health_metrics_history.
-HEALTH_METRICS = re.compile(r"(?<![\w`.])(?:`?\w+`?\.){0,2}`?health_metrics`?(?![\w`])")
-# The clock an alert's query reads (a metric's age): at a replayed refresh, that refresh's time.
+# health_metrics_history, nor a column qualified by the table's name.
+HEALTH_METRICS = re.compile(r"(?<![\w`.])(?:`?\w+`?\.){0,2}`?health_metrics`?(?![\w`.])")
+# The clock an alert's query reads (a metric's age): at a replayed check, the check's time.
 CLOCK = re.compile(r"\b(current_timestamp|now|current_date)\b(\s*\(\s*\))?", re.I)
+_LEADING_COMMENTS = re.compile(r"^(\s*(--[^\n]*\n|/\*.*?\*/))*\s*", re.S)
 CHECK_COLUMN = "__replay_check"
-CHUNK = 50  # refreshes per query: one UNION ALL branch each
+CHUNK = 100  # checks per query: one UNION ALL branch each
 _DURATION = re.compile(r"(\d+)\s*([dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+# Quartz: seconds minutes hours day-of-month month day-of-week [year]; "every N minutes from M" only.
+_EVERY_MINUTES = re.compile(r"^0\s+(\d+|\*)(?:/(\d+))?\s+\*\s+\*\s+\*\s+[?*](?:\s+\*)?$")
 
 
 def parse_since(text: str, now: datetime) -> datetime:
@@ -41,12 +50,38 @@ def parse_since(text: str, now: datetime) -> datetime:
     if match:
         return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
     try:
-        parsed = datetime.fromisoformat(text.strip())
+        parsed = datetime.fromisoformat(re.sub(r"Z$", "+00:00", text.strip()))
     except ValueError:
         raise LakewatchError("CLI_INVALID_ARGUMENT", {
             "reason": f"--since expects a duration (30d, 12h, 90m) or a date or time (2026-11-01, "
                       f"2026-11-01T06:00), got {text!r}"}) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def schedule_minutes(quartz: str) -> list[int] | None:
+    """The minutes of each hour a Quartz schedule of "every N minutes from M" fires at (`0 5/15 * * * ?`:
+    5, 20, 35, 50), or None for any other schedule."""
+    match = _EVERY_MINUTES.match(quartz.strip())
+    if not match:
+        return None
+    first = 0 if match.group(1) == "*" else int(match.group(1))
+    step = int(match.group(2)) if match.group(2) else 60
+    return [m for m in range(first, 60, step)] if 0 <= first < 60 and step > 0 else None
+
+
+def check_times(refreshes: Sequence[datetime], now: datetime, minutes: Sequence[int] | None) -> list[datetime]:
+    """When the alerts are checked: each scheduled minute from the first refresh on, and now; at each
+    refresh and now when the schedule is not expanded."""
+    if not refreshes:
+        return []
+    if minutes is None:
+        return sorted({*refreshes, now})
+    times = []
+    hour = refreshes[0].replace(minute=0, second=0, microsecond=0)
+    while hour <= now:
+        times += [t for t in (hour.replace(minute=m) for m in minutes) if refreshes[0] <= t < now]
+        hour += timedelta(hours=1)
+    return [*times, now]
 
 
 @dataclass(frozen=True)
@@ -119,73 +154,91 @@ def notifications(spec: AlertSpec, checks: Sequence[Check]) -> list[tuple[dateti
     return sent
 
 
-def refreshes(spark: Any, history: str, since: datetime) -> list[str]:
-    """The `checked_at` of each refresh the history holds since `since`, oldest first, as the UTC text
-    a TIMESTAMP literal takes back exactly."""
-    bound = since.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+def refreshes(spark: Any, history: str, since: datetime) -> list[datetime]:
+    """The `checked_at` of each refresh the history holds since `since`, oldest first (read as
+    microseconds since the epoch: exact in any session time zone)."""
+    bound = int(since.timestamp() * 1_000_000)
     try:
-        rows = spark.sql(
-            f"SELECT DISTINCT date_format(checked_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') AS at FROM {history} "
-            f"WHERE checked_at >= TIMESTAMP '{bound}' ORDER BY at").collect()
+        rows = spark.sql(f"SELECT DISTINCT unix_micros(checked_at) AS at FROM {history} "
+                         f"WHERE checked_at >= timestamp_micros({bound}) ORDER BY at").collect()
     except Exception as e:  # noqa: BLE001 (a missing table is the usual cause; the reason says)
         raise LakewatchError("ALERT_HISTORY_NOT_FOUND", {"table": history, "reason": " ".join(engine_message(e).split())[:300]}) from e
-    return [r["at"] for r in rows]
+    return [from_micros(r["at"]) for r in rows]
 
 
-def at_refresh(query: str, history: str, at: str) -> str:
-    """The alert's query as if checked right after one refresh: `health_metrics` stands for the
-    history's rows of that refresh, and the clock reads its time."""
-    rows = f"(SELECT * FROM {history} WHERE checked_at = TIMESTAMP '{at}')"
-    text = HEALTH_METRICS.sub(lambda _m: rows, query.strip().rstrip(";"))
+def micros(at: datetime) -> int:
+    return int(at.timestamp()) * 1_000_000 + at.microsecond
 
-    def clock(m: re.Match[str]) -> str:
-        if m.group(1).lower() == "current_date":
-            return f"to_date(TIMESTAMP '{at}')"
+
+def from_micros(value: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=value)
+
+
+def at_check(query: str, history: str, refresh: datetime | None, clock: datetime) -> str:
+    """The alert's query as checked at `clock`: `health_metrics` stands for the history's rows of
+    `refresh` (the latest before the check; none: no rows), the clock reads `clock`."""
+    rows = (f"SELECT * FROM {history} WHERE checked_at = timestamp_micros({micros(refresh)})" if refresh
+            else f"SELECT * FROM {history} WHERE false")
+    text = query.strip().rstrip(";")
+    head = _LEADING_COMMENTS.match(text).end()  # type: ignore[union-attr]
+    body = HEALTH_METRICS.sub("health_metrics", text[head:])
+    at = f"timestamp_micros({micros(clock)})"
+
+    def clock_call(m: re.Match[str]) -> str:
         if m.group(1).lower() == "now" and not m.group(2):
             return m.group(0)  # a column or alias named now, not the function
-        return f"TIMESTAMP '{at}'"
+        return f"to_date({at})" if m.group(1).lower() == "current_date" else at
 
-    return CLOCK.sub(clock, text)
+    body = CLOCK.sub(clock_call, body)
+    if re.match(r"with\b", body, re.I):  # the query's own common table expressions follow ours
+        return f"WITH health_metrics AS ({rows}), {body[4:].lstrip()}"
+    return f"WITH health_metrics AS ({rows})\n{body}"
 
 
-def replay_alert(spark: Any, spec: AlertSpec, history: str, times: Sequence[str]) -> Replay:
+def replay_alert(spark: Any, spec: AlertSpec, history: str, refreshes: Sequence[datetime],
+                 times: Sequence[datetime]) -> Replay:
+    """The alert checked at `times` over the `refreshes` of the history."""
     if not HEALTH_METRICS.search(spec.query_text):
         return Replay(spec, not_replayable="its query does not read health_metrics, whose history is kept")
-    replay = Replay(spec)
-    for start in range(0, len(times), CHUNK):
-        chunk = times[start:start + CHUNK]
-        query = " UNION ALL ".join(f"SELECT {i} AS {CHECK_COLUMN}, * FROM ({at_refresh(spec.query_text, history, at)})"
-                                   for i, at in enumerate(chunk))
+    latest = [max((r for r in refreshes if r <= t), default=None) for t in times]
+    reads_clock = bool(CLOCK.search(spec.query_text))
+    # A query that does not read the clock gives the same rows at every check of one refresh: run once each.
+    keys = list(zip(latest, times)) if reads_clock else [(r, r or t) for r, t in zip(latest, times)]
+    unique = list(dict.fromkeys(keys))
+    results: dict[tuple[datetime | None, datetime], AlertResult] = {}
+    for start in range(0, len(unique), CHUNK):
+        chunk = unique[start:start + CHUNK]
+        query = " UNION ALL ".join(f"SELECT {i} AS {CHECK_COLUMN}, * FROM (\n{at_check(spec.query_text, history, r, c)}\n)"
+                                   for i, (r, c) in enumerate(chunk))
         try:
             rows = [r.asDict() for r in spark.sql(query).collect()]
         except Exception as e:  # noqa: BLE001 (a failing query is the alert's ERROR state, as live)
             error = " ".join(engine_message(e).split())[:500]
-            replay.checks += [Check(utc(at), AlertResult(spec, "ERROR", error=error)) for at in chunk]
+            results.update({key: AlertResult(spec, "ERROR", error=error) for key in chunk})
             continue
         by_check: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(chunk))}
         for row in rows:
             by_check[row.pop(CHECK_COLUMN)].append(row)
-        replay.checks += [Check(utc(at), evaluate(spec, by_check[i])) for i, at in enumerate(chunk)]
-    return replay
+        results.update({key: evaluate(spec, by_check[i]) for i, key in enumerate(chunk)})
+    return Replay(spec, [Check(t, results[key]) for t, key in zip(times, keys)])
 
 
-def replay_alerts(spark: Any, specs: Sequence[AlertSpec], history: str, since: datetime) -> tuple[list[str], list[Replay]]:
-    """The refreshes replayed and each alert's replay over them."""
-    times = refreshes(spark, history, since)
-    return times, [replay_alert(spark, spec, history, times) for spec in specs]
-
-
-def utc(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+def replay_alerts(spark: Any, specs: Sequence[AlertSpec], history: str, since: datetime,
+                  now: datetime) -> tuple[list[datetime], list[Replay]]:
+    """The refreshes replayed, and each alert's replay over them, checked on its own schedule."""
+    found = refreshes(spark, history, since)
+    return found, [replay_alert(spark, spec, history, found, check_times(found, now, schedule_minutes(spec.schedule or "")))
+                   for spec in specs]
 
 
 def _when(at: datetime | None) -> str:
-    return at.strftime("%Y-%m-%d %H:%M UTC") if at else "now"
+    return at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if at else "now"
 
 
-def render(replays: Sequence[Replay], refreshes_replayed: int, since: datetime) -> list[str]:
-    """Each alert's line (how often it would have paged), and its TRIGGERED, UNKNOWN and ERROR episodes."""
-    lines = [f"{refreshes_replayed} observability refreshes since {_when(since)}, each alert as defined today:"]
+def render(replays: Sequence[Replay], refreshes_replayed: Sequence[datetime], since: datetime) -> list[str]:
+    """Each alert's line (how often it would have notified), and its TRIGGERED, UNKNOWN and ERROR episodes."""
+    lines = [f"{len(refreshes_replayed)} observability refreshes since {_when(since)}; each alert as defined today, "
+             f"checked on its schedule from the first of them, and now:"]
     width = max((len(r.spec.key) for r in replays), default=0)
     for r in replays:
         if r.not_replayable:
@@ -194,29 +247,31 @@ def render(replays: Sequence[Replay], refreshes_replayed: int, since: datetime) 
         pages = sum(1 for _, kind in r.notifications() if kind == "TRIGGERED")
         triggered = sum(1 for c in r.checks if c.state == "TRIGGERED")
         lines.append(f"  {r.spec.key:<{width}}  {pages} notification(s), TRIGGERED at {triggered} of {len(r.checks)} "
-                     f"refreshes, now {r.checks[-1].state if r.checks else 'not checked'}")
+                     f"checks, now {r.checks[-1].state if r.checks else 'not checked'}")
         for e in r.episodes():
             if e.state == "OK":
                 continue
             peak = f", up to {e.peak:.4g} against {r.spec.threshold_value}" if e.peak is not None else ""
             why = next((c.result.reason or c.result.error for c in r.checks
                         if c.at == e.start and (c.result.reason or c.result.error)), None)
-            lines.append(f"    {e.state:<9} {_when(e.start)} -> {_when(e.end)} ({e.checks} refreshes{peak})"
+            lines.append(f"    {e.state:<9} {_when(e.start)} -> {_when(e.end)} ({e.checks} checks{peak})"
                          + (f": {why}" if why and e.state != "TRIGGERED" else ""))
     return lines
 
 
-def document(replays: Sequence[Replay], refreshes_replayed: Sequence[str], since: datetime) -> dict[str, Any]:
+def document(replays: Sequence[Replay], refreshes_replayed: Sequence[datetime], since: datetime) -> dict[str, Any]:
     """The replay as `lakewatch alerts --replay -o json` prints it (its shape: docs/cli.md)."""
     return {
         "since": since.isoformat(),
-        "refreshes": [utc(at).isoformat() for at in refreshes_replayed],
+        "refreshes": [at.isoformat() for at in refreshes_replayed],
         "alerts": [{
             "alert": r.spec.key,
             "display_name": r.spec.display_name,
             "not_replayable": r.not_replayable,
-            "checks": [{"at": c.at.isoformat(), "state": c.state, "value": c.result.value,
-                        "reason": c.result.reason, "error": c.result.error} for c in r.checks],
+            "now": ({"state": r.checks[-1].state, "value": r.checks[-1].result.value, "reason": r.checks[-1].result.reason,
+                     "error": r.checks[-1].result.error} if r.checks else None),
+            "checks": len(r.checks),
+            "triggered_checks": sum(1 for c in r.checks if c.state == "TRIGGERED"),
             "episodes": [{"state": e.state, "start": e.start.isoformat(), "end": e.end.isoformat() if e.end else None,
                           "checks": e.checks, "peak": e.peak} for e in r.episodes()],
             "notifications": [{"at": at.isoformat(), "state": kind} for at, kind in r.notifications()],

@@ -78,6 +78,7 @@ class AlertSpec:
     empty_result_state: str = "UNKNOWN"
     retrigger_seconds: int | None = None  # while TRIGGERED, notify again after this long (None: once)
     notify_on_ok: bool = False  # notify when the alert returns to OK
+    schedule: str | None = None  # the Quartz cron it is evaluated on
 
     @classmethod
     def from_resource(cls, key: str, resource: Mapping[str, Any]) -> "AlertSpec":
@@ -102,6 +103,7 @@ class AlertSpec:
             empty_result_state=str(evaluation.get("empty_result_state", "UNKNOWN")),
             retrigger_seconds=int(notification["retrigger_seconds"]) if notification.get("retrigger_seconds") else None,
             notify_on_ok=bool(notification.get("notify_on_ok", False)),
+            schedule=(resource.get("schedule") or {}).get("quartz_cron_schedule"),
         )
 
 

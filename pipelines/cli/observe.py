@@ -21,6 +21,8 @@ def cmd_alerts(args: argparse.Namespace, project: LocalProject) -> int:
 
     if args.replay:
         return replay_alerts(args, project)
+    if args.since is not None:
+        raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": "--since goes with --replay"})
     project.use_schema()
     results = [run_alert(project.spark, spec) for spec in load_alerts(project.bundle)]
     if args.output == "json":
@@ -49,14 +51,15 @@ def replay_alerts(args: argparse.Namespace, project: LocalProject) -> int:
     if args.fail_on_trigger:
         raise LakewatchError("CLI_INVALID_ARGUMENT", {
             "reason": "--fail-on-trigger judges the alerts' state now; --replay shows their past"})
-    since = alert_replay.parse_since(args.since, datetime.now(timezone.utc))
+    now = datetime.now(timezone.utc)
+    since = alert_replay.parse_since(args.since or "30d", now)
     project.use_schema()
     history = str(project.bundle.variable("health_metrics_history"))
-    times, replays = alert_replay.replay_alerts(project.spark, load_alerts(project.bundle), history, since)
+    found, replays = alert_replay.replay_alerts(project.spark, load_alerts(project.bundle), history, since, now)
     if args.output == "json":
-        json_result(alert_replay.document(replays, times, since))
+        json_result(alert_replay.document(replays, found, since))
     else:
-        for line in alert_replay.render(replays, len(times), since):
+        for line in alert_replay.render(replays, found, since):
             result(line)
     return EXIT_OK
 
@@ -197,7 +200,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     alerts.add_argument("--replay", action="store_true",
                         help="evaluate today's alert definitions over the health metrics of earlier observability "
                              "refreshes: when each would have fired and cleared, and how often it would have notified")
-    alerts.add_argument("--since", type=since_text, default="30d", metavar="WHEN",
+    alerts.add_argument("--since", type=since_text, default=None, metavar="WHEN",
                         help="with --replay: from when (30d, 12h, 90m, or a date or time in UTC; default 30d)")
     flags.add_output(alerts)
     alerts.set_defaults(handler=cmd_alerts)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pipelines.alert_replay import Check, at_refresh, episodes, notifications, parse_since
+from pipelines.alert_replay import Check, at_check, check_times, episodes, notifications, parse_since, schedule_minutes
 from pipelines.alerts import AlertResult, AlertSpec
 from pipelines.errors import LakewatchError
 
@@ -38,22 +38,53 @@ def test_since_refuses_anything_else_with_a_clear_error(text):
     assert raised.value.error_class == "CLI_INVALID_ARGUMENT" and "--since" in str(raised.value)
 
 
-def test_the_query_reads_one_refresh_of_the_history_and_its_clock():
-    query = ("SELECT alert_value + (unix_millis(current_timestamp()) - unix_millis(checked_at)) AS v, now() AS n\n"
-             "FROM spark_catalog.lakewatch.health_metrics WHERE metric_name = 'x' AND current_date() > DATE'2020-01-01';")
-    text = at_refresh(query, "h.history", "2026-11-02 06:15:00.000000")
-    rows = "(SELECT * FROM h.history WHERE checked_at = TIMESTAMP '2026-11-02 06:15:00.000000')"
-    assert f"FROM {rows} WHERE" in text
+AT = datetime(2026, 11, 2, 6, 15, tzinfo=timezone.utc)
+AT_MICROS = 1_793_600_100_000_000  # 2026-11-02 06:15:00 UTC, as `date -u -d @1793600100` says
+
+
+def test_the_query_reads_the_latest_refresh_and_the_check_s_clock():
+    query = ("-- a comment first\nSELECT alert_value + (unix_millis(current_timestamp()) - unix_millis(checked_at)) AS v,\n"
+             "       now() AS n, health_metrics.reason\nFROM spark_catalog.lakewatch.health_metrics "
+             "WHERE metric_name = 'x' AND current_date() > DATE'2020-01-01' -- trailing comment\n;")
+    check = AT + timedelta(minutes=20)
+    text = at_check(query, "h.history", AT, check)
+    assert text.startswith(f"WITH health_metrics AS (SELECT * FROM h.history WHERE checked_at = timestamp_micros({AT_MICROS}))\n")
+    assert "FROM health_metrics WHERE" in text and "health_metrics.reason" in text  # a qualified column stays
     assert "current_timestamp" not in text and "now()" not in text and "current_date" not in text
-    assert text.count("TIMESTAMP '2026-11-02 06:15:00.000000'") == 4  # the history's key, three clocks
-    assert not text.endswith(";")
+    assert text.count(f"timestamp_micros({AT_MICROS + 20 * 60 * 1_000_000})") == 3  # three clocks
+    assert text.rstrip().endswith("-- trailing comment")  # the caller closes its parenthesis on a new line
+
+
+def test_a_query_with_its_own_common_table_expressions_keeps_them_after_ours():
+    text = at_check("WITH m AS (SELECT * FROM lakewatch.health_metrics) SELECT * FROM m", "h", AT, AT)
+    assert text.startswith("WITH health_metrics AS (SELECT * FROM h WHERE checked_at = timestamp_micros(")
+    assert "), m AS (SELECT * FROM health_metrics) SELECT * FROM m" in text
+
+
+def test_a_check_before_any_refresh_reads_no_rows():
+    assert "WHERE false" in at_check("SELECT * FROM health_metrics", "h", None, AT)
 
 
 @pytest.mark.parametrize("name", ["health_metrics", "`health_metrics`", "lakewatch.health_metrics",
                                   "`main`.`lakewatch`.`health_metrics`"])
 def test_every_spelling_of_the_table_is_replaced_and_longer_names_are_not(name):
-    text = at_refresh(f"SELECT * FROM {name} JOIN x.health_metrics_history ON true", "h", "t")
-    assert text.startswith("SELECT * FROM (SELECT * FROM h WHERE checked_at = TIMESTAMP 't') JOIN x.health_metrics_history")
+    text = at_check(f"SELECT * FROM {name} JOIN x.health_metrics_history ON true", "h", AT, AT)
+    assert text.endswith("SELECT * FROM health_metrics JOIN x.health_metrics_history ON true")
+
+
+@pytest.mark.parametrize("quartz,minutes", [("0 5/15 * * * ?", [5, 20, 35, 50]), ("0 */30 * * * ?", [0, 30]),
+                                            ("0 10 * * * ?", [10]), ("0 0 6 * * ?", None), ("0 5/15 * * MON ?", None)])
+def test_a_schedule_of_every_n_minutes_is_expanded_and_no_other(quartz, minutes):
+    assert schedule_minutes(quartz) == minutes
+
+
+def test_checks_run_on_the_schedule_from_the_first_refresh_and_now():
+    refreshes = [AT, AT + timedelta(hours=1)]
+    now = AT + timedelta(hours=1, minutes=10)
+    # 06:15 and 07:15 refreshes, now 07:25: the schedule's 06:35 and 07:05, then now
+    assert check_times(refreshes, now, [5, 35]) == [AT + timedelta(minutes=20), AT + timedelta(minutes=50), now]
+    assert check_times(refreshes, now, None) == [*refreshes, now]
+    assert check_times([], now, [5]) == []
 
 
 def test_episodes_run_from_their_first_check_to_the_first_in_another_state():
