@@ -179,7 +179,7 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> DemoOutcome:
 
 def print_dashboard(project: Any) -> int:
     """Renders every dashboard of the bundle; the number of widgets whose query failed."""
-    return sum(write_dashboard_file(project, key, path) for key, path in dashboard_files(project))
+    return sum(write_dashboard_file(project, key, path, say=project.print) for key, path in dashboard_files(project))
 
 
 def print_alerts(project: Any) -> dict[str, str]:

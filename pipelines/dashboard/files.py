@@ -7,10 +7,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-def _say(text: str) -> None:
-    print(text, flush=True)
-
-
 def dashboard_files(project: Any) -> list[tuple[str, Path]]:
     """(resource key, .lvdash.json path) of every dashboard resource in the bundle."""
     result = []
@@ -20,8 +16,8 @@ def dashboard_files(project: Any) -> list[tuple[str, Path]]:
     return result
 
 
-def write_dashboard_file(project: Any, key: str, path: Path, output: Path | None = None,
-                         say: Callable[[str], None] = _say) -> int:
+def write_dashboard_file(project: Any, key: str, path: Path, say: Callable[[str], None],
+                         output: Path | None = None) -> int:
     """Renders one dashboard to HTML; says where it is and which widgets failed. Returns failures."""
     from pipelines.dashboard.render import render_dashboard
 
