@@ -26,6 +26,8 @@ def lakewatch(tmp_path, *args: str, **env_vars: str) -> subprocess.CompletedProc
     (("generate", "--mix", "malformed=2"), "--mix malformed must be between 0 and 1"),
     (("generate", "--table", "invoices"), "no table 'invoices'"),
     (("run", "--set", "novalue"), "--set expects key=value"),
+    (("alerts", "--since", "7d"), "--since goes with --replay"),
+    (("alerts", "--replay", "--fail-on-trigger"), "--fail-on-trigger judges the alerts' state now"),
 ])
 def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, args, expected):
     result = lakewatch(tmp_path, *args)
@@ -359,6 +361,7 @@ def test_refresh_selections_exclude_each_other_as_in_databricks_bundle_run(capsy
     (("run", "--refresh", ","), "argument --refresh: expected comma-separated names (T1,T2), got ','"),
     (("alerts", "-o", "yaml"), "argument -o/--output: expected json or text, got 'yaml'"),
     (("run", "--var", "novalue"), "argument --var: expected name=value, got 'novalue'"),
+    (("alerts", "--replay", "--since", "last month"), "argument --since: --since expects a duration (30d, 12h, 90m)"),
 ])
 def test_a_bad_number_or_flag_value_exits_2_with_the_reason_on_stderr_and_nothing_on_stdout(capsys, words, message):
     with pytest.raises(SystemExit) as exit_info:
