@@ -1,7 +1,7 @@
 """`lakewatch alerts --replay` on Spark: the job's snapshot file (jobs/snapshot_health_metrics.sql, run
 as `lakewatch job` runs it) keeps each refresh's health metrics once, and the bundle's own alerts
 replayed over that history give, refresh by refresh, the states the metric values the test wrote
-call for. (Episodes and notifications without Spark: tests/unit/test_alert_replay.py.)"""
+call for. (Episodes and notifications without Spark: tests/unit/test_alert_replay_checks.py.)"""
 
 from __future__ import annotations
 

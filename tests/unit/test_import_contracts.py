@@ -59,3 +59,11 @@ def test_the_deployed_entry_points_load_without_the_local_engine(project_root: P
     assert result.returncode == 0, result.stderr
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded == {"engines": ["databricks"], "local": []}, loaded
+
+
+def test_test_modules_outside_a_package_have_names_of_their_own(project_root: Path):
+    """pytest imports a test module of a folder without `__init__.py` by its bare name: two such
+    modules of one name in the tiers `make test` collects together fail its collection."""
+    loose = [p for p in (project_root / "tests").rglob("test_*.py") if not (p.parent / "__init__.py").exists()]
+    names = [p.name for p in loose]
+    assert len(loose) > 50 and len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
