@@ -3,9 +3,9 @@ observability refreshes, so that a threshold is tuned on what it would have done
 
 The job's `snapshot_health_metrics` task appends the health metrics of every completed refresh to a
 history table (jobs/snapshot_health_metrics.sql), one set of rows per refresh, keyed by `checked_at`.
-A replay checks each alert when Databricks would have: at every time of the alerts' schedule (the
-bundle's `alert_schedule`, a Quartz cron such as `0 5/15 * * * ?`) from the first refresh in the window,
-and once more now. At each check the alert's own query runs with `health_metrics` standing for the
+A replay checks each alert when Databricks would have: at every time of its schedule (a Quartz cron,
+the bundle's `alert_schedule`, such as `0 5/15 * * * ?`) from the first refresh in the window, and
+once more now. At each check the alert's own query runs with `health_metrics` standing for the
 rows of the latest refresh before it and the clock reading the check's time (so `lakewatch_stalled`
 fires when refreshes stop), and the rows are evaluated as the alert does (`pipelines.alerts.evaluate`:
 NULL is UNKNOWN, never OK). The replay reports the alert's episodes (runs of checks in one state, when
@@ -22,12 +22,13 @@ every hour at given minutes) is not expanded: the alerts are then checked at eac
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
-from pipelines.alerts import AlertResult, AlertSpec, evaluate
+from pipelines.alerts import AlertResult, AlertSpec, evaluate, failed_query
 from pipelines.errors import LakewatchError, engine_message
 
 # A reference to the health metrics table, bare or qualified, quoted or not; not a longer name such as
@@ -86,7 +87,7 @@ def check_times(refreshes: Sequence[datetime], now: datetime, minutes: Sequence[
 
 @dataclass(frozen=True)
 class Check:
-    """One alert evaluated on one refresh's health metrics."""
+    """One alert evaluated at one time, on the health metrics of the latest refresh before it."""
 
     at: datetime
     result: AlertResult
@@ -157,10 +158,9 @@ def notifications(spec: AlertSpec, checks: Sequence[Check]) -> list[tuple[dateti
 def refreshes(spark: Any, history: str, since: datetime) -> list[datetime]:
     """The `checked_at` of each refresh the history holds since `since`, oldest first (read as
     microseconds since the epoch: exact in any session time zone)."""
-    bound = int(since.timestamp() * 1_000_000)
     try:
         rows = spark.sql(f"SELECT DISTINCT unix_micros(checked_at) AS at FROM {history} "
-                         f"WHERE checked_at >= timestamp_micros({bound}) ORDER BY at").collect()
+                         f"WHERE checked_at >= timestamp_micros({micros(since)}) ORDER BY at").collect()
     except Exception as e:  # noqa: BLE001 (a missing table is the usual cause; the reason says)
         raise LakewatchError("ALERT_HISTORY_NOT_FOUND", {"table": history, "reason": " ".join(engine_message(e).split())[:300]}) from e
     return [from_micros(r["at"]) for r in rows]
@@ -200,7 +200,8 @@ def replay_alert(spark: Any, spec: AlertSpec, history: str, refreshes: Sequence[
     """The alert checked at `times` over the `refreshes` of the history."""
     if not HEALTH_METRICS.search(spec.query_text):
         return Replay(spec, not_replayable="its query does not read health_metrics, whose history is kept")
-    latest = [max((r for r in refreshes if r <= t), default=None) for t in times]
+    ordered = sorted(refreshes)
+    latest = [ordered[i - 1] if (i := bisect.bisect_right(ordered, t)) else None for t in times]
     reads_clock = bool(CLOCK.search(spec.query_text))
     # A query that does not read the clock gives the same rows at every check of one refresh: run once each.
     keys = list(zip(latest, times)) if reads_clock else [(r, r or t) for r, t in zip(latest, times)]
@@ -213,8 +214,7 @@ def replay_alert(spark: Any, spec: AlertSpec, history: str, refreshes: Sequence[
         try:
             rows = [r.asDict() for r in spark.sql(query).collect()]
         except Exception as e:  # noqa: BLE001 (a failing query is the alert's ERROR state, as live)
-            error = " ".join(engine_message(e).split())[:500]
-            results.update({key: AlertResult(spec, "ERROR", error=error) for key in chunk})
+            results.update({key: failed_query(spec, e) for key in chunk})
             continue
         by_check: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(chunk))}
         for row in rows:

@@ -161,12 +161,16 @@ def load_alerts(bundle: Bundle) -> list[AlertSpec]:
     return specs
 
 
+def failed_query(spec: AlertSpec, error: Exception) -> AlertResult:
+    """The ERROR state of an alert whose query failed, with the engine's message on one line."""
+    return AlertResult(spec, "ERROR", error=" ".join(engine_message(error).split())[:500])
+
+
 def run_alert(spark: Any, spec: AlertSpec) -> AlertResult:
     try:
         rows = [r.asDict() for r in spark.sql(spec.query_text).collect()]
     except Exception as e:  # noqa: BLE001 (a failing query is the alert's ERROR state)
-        text = engine_message(e)
-        return AlertResult(spec, "ERROR", error=" ".join(text.split())[:500])
+        return failed_query(spec, e)
     return evaluate(spec, rows)
 
 
