@@ -36,6 +36,8 @@ TABLES_CONFIG_KEY = "lakewatch.tables_config"
 LANDING_ROOT_KEY = "lakewatch.landing_root"
 SINK_ROOT_KEY = "lakewatch.sink_root"  # local engine only
 EVENT_LOG_KEY = "lakewatch.event_log"  # observability pipeline: the ingest pipeline's event log table
+# observability pipeline: the event log tables of the other pipelines it observes, comma-separated
+OBSERVED_EVENT_LOGS_KEY = "lakewatch.observed_event_logs"
 # observability pipeline: the event log's history table (the job's archive_event_log task fills it)
 EVENT_LOG_HISTORY_KEY = "lakewatch.event_log_history"
 # observability pipeline: the snapshots of the ingest tables' sizes (the job's snapshot_table_sizes task)

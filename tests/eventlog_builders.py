@@ -278,7 +278,9 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
     sources = {"event_log": "t_event_log", "file_state": "t_file_state", "sink": "t_sink", "bronze_union": "t_bronze",
                # no size snapshots, no ingest tables expected (tests/sql/test_table_sizes.py has its own)
                "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now),
-               "insight_rules": f"({insights.rules_sql()})"}
+               "insight_rules": f"({insights.rules_sql()})",
+               "observed_event_logs": "(SELECT 't_event_log' AS event_log, true AS follows_lakewatch_pattern, "
+                                      "CAST(NULL AS STRING) AS not_read_reason)"}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.

@@ -103,6 +103,7 @@ SOURCE_VIEWS = {
     "table_sizes": "table_size_snapshots",
     "ingest_tables": "ingest_tables",
     "insight_rules": "insight_rules",
+    "observed_event_logs": "observed_event_logs",
 }
 _STREAM_READ = re.compile(r"STREAM\s*\(\s*([^)\s]+)\s*\)\s*WITH\s*\(\s*'skipChangeCommits'\s*=\s*'true'\s*\)",
                           re.IGNORECASE)

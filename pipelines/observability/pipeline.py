@@ -12,11 +12,22 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines import insights
-from pipelines.adapter import CATALOG_KEY, EVENT_LOG_HISTORY_KEY, EVENT_LOG_KEY, SCHEMA_KEY, TABLE_SIZES_KEY, engine_for
+import re
+from dataclasses import dataclass
+
+from pipelines.adapter import (
+    CATALOG_KEY,
+    EVENT_LOG_HISTORY_KEY,
+    EVENT_LOG_KEY,
+    OBSERVED_EVENT_LOGS_KEY,
+    SCHEMA_KEY,
+    TABLE_SIZES_KEY,
+    engine_for,
+)
 from pipelines.config import CORRUPT_RECORDS_SINK
 from pipelines.ingestion import SINK_SCHEMA_DDL, tables_config
 from pipelines.observability.catalog import CLOCK, EVENT_LOG, ObservabilityTable, bronze_union_sql
-from pipelines.sqltypes import empty_relation_sql
+from pipelines.sqltypes import empty_relation_sql, quote_string
 from pipelines.table_sizes import empty_sizes_sql, ingest_tables_sql
 
 
@@ -81,12 +92,20 @@ def source_queries(spark: Any) -> dict[str, str]:
         "ingest_tables": "SELECT * FROM " + ingest_tables_sql(tables),
         "clock": f"SELECT {CLOCK} AS now",
         "insight_rules": insights.rules_sql(),
+        "observed_event_logs": observed_event_logs_sql(spark),
     }
 
 
 def _source_table(table: ObservabilityTable, placeholders: dict[str, str]) -> str:
     assert table.stream is not None, table.name
     return placeholders["event_log"] if table.stream.source == EVENT_LOG else table.stream.source
+
+
+def _select(table: ObservabilityTable, placeholders: dict[str, str]) -> list[str]:
+    """The streaming table's SELECT list with `${lakewatch.event_log}` (the `event_log` column's
+    value) filled as the SQL engines fill it: the name of the event log read."""
+    assert table.stream is not None, table.name
+    return [e.replace(EVENT_LOG, placeholders["event_log"]) for e in table.stream.select]
 
 
 def streaming_query(spark: Any, table: ObservabilityTable, placeholders: dict[str, str]) -> Any:
@@ -97,7 +116,7 @@ def streaming_query(spark: Any, table: ObservabilityTable, placeholders: dict[st
     return (
         spark.readStream.option("skipChangeCommits", "true").table(_source_table(table, placeholders))
         .where(table.stream.where)
-        .selectExpr(*table.stream.select)
+        .selectExpr(*_select(table, placeholders))
     )
 
 
@@ -116,7 +135,7 @@ def history_query(spark: Any, table: ObservabilityTable, placeholders: dict[str,
         spark.readStream.option("skipChangeCommits", "true").table(placeholders["event_log_history"])
         .join(live_ids, "id", "left_anti")
         .where(table.stream.where)
-        .selectExpr(*table.stream.select)
+        .selectExpr(*_select(table, placeholders))
     )
 
 
@@ -124,3 +143,46 @@ def history_placeholders(spark: Any) -> dict[str, str] | None:
     """The live event log and its history table, or None when there is no history to read."""
     history = history_source(spark)
     return {"event_log": spark.conf.get(EVENT_LOG_KEY), "event_log_history": history} if history else None
+
+
+@dataclass(frozen=True)
+class ObservedEventLog:
+    """An event log the observability pipeline reads besides the ingest pipeline's: `table` as
+    configured, `flow` the name of the flow that appends its events to `events`, `exists` whether the
+    catalog has it (a pipeline that never ran has no event log yet; its flow starts once it does)."""
+
+    table: str
+    flow: str
+    exists: bool
+
+
+def observed_event_logs(spark: Any) -> list[ObservedEventLog]:
+    """The event logs of `lakewatch.observed_event_logs` (comma-separated table names; the ingest
+    pipeline's own is read by `events`' query and is left out here), each once, in the order given.
+    Should the catalog not answer, the table is read as named: no answer is not a missing table."""
+    ingest = spark.conf.get(EVENT_LOG_KEY, None)
+    configured = spark.conf.get(OBSERVED_EVENT_LOGS_KEY, "") or ""
+    logs: list[ObservedEventLog] = []
+    for name in dict.fromkeys(n.strip() for n in configured.split(",")):
+        if not name or name == ingest:
+            continue
+        try:
+            exists = bool(spark.catalog.tableExists(name))
+        except Exception:  # noqa: BLE001 (no answer is not a missing table)
+            exists = True
+        flow = "events_from_" + re.sub(r"\W+", "_", name.replace("`", "")).strip("_").lower()
+        logs.append(ObservedEventLog(name, flow, exists))
+    return logs
+
+
+def observed_event_logs_sql(spark: Any) -> str:
+    """The view `observed_event_logs`: one row per event log the pipeline reads (the ingest pipeline's
+    first), whether it follows lakewatch's Auto Loader pattern (the ingest pipeline) and, for a log
+    not read in this refresh, why."""
+    rows = [f"({quote_string(spark.conf.get(EVENT_LOG_KEY))}, true, CAST(NULL AS STRING))"]
+    rows += [f"({quote_string(log.table)}, false, "
+             + ("CAST(NULL AS STRING))" if log.exists
+                else "'the event log table does not exist (yet): the pipeline has not run, or its event log is not published')")
+             for log in observed_event_logs(spark)]
+    return ("SELECT * FROM VALUES " + ", ".join(rows)
+            + " AS observed(event_log, follows_lakewatch_pattern, not_read_reason)")

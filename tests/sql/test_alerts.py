@@ -12,7 +12,7 @@ import pytest
 from pipelines.alerts import AlertSpec, load_alerts, run_alert
 from pipelines.bundle import load_bundle
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES
-from tests.eventlog_builders import Inputs, Update, bronze_rows, completed_update, file_row, full_refresh_story, sink_row
+from tests.eventlog_builders import PIPELINE, Inputs, Update, bronze_rows, completed_update, file_row, full_refresh_story, sink_row
 
 DB = "alert_checks"
 
@@ -409,7 +409,7 @@ def test_one_failure_pages_once_through_its_incident(spark, alerts):
         _, _, _, alert_value, alert_reason, explained_by = rows[name]
         assert (alert_value, explained_by) == (0, "last"), name  # the incident is named after its first failure
         assert "explained by open incident last" in alert_reason, name
-    assert rows["open_incidents"][3] == 1 and rows["open_incidents"][4].startswith("incident last (")
+    assert rows["open_incidents"][3] == 1 and rows["open_incidents"][4].startswith(f"incident last of {PIPELINE} (")
 
 
 def test_a_recovered_failure_stops_counting_toward_the_errors_alert(spark, alerts):

@@ -26,10 +26,10 @@ TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_`][\w.`]*)", re.IGNORE
 
 
 # -- the real dashboard ------------------------------------------------------------------------
-def test_real_dashboard_has_the_seven_pages_on_one_grid_without_overlaps():
+def test_real_dashboard_has_the_eight_pages_on_one_grid_without_overlaps():
     dashboard = load_dashboard(LVDASH)
     assert [p.display_name for p in dashboard.pages] == [
-        "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors",
+        "Pipelines", "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors",
         "Reconciliation and gaps"]
     raw = json.loads(LVDASH.read_text())
     assert {p.get("layoutVersion") for p in raw["pages"]} == {None}  # the 6-column grid of exports, everywhere

@@ -1,5 +1,7 @@
 CREATE STREAMING TABLE errors (
   event_id STRING COMMENT 'Event id',
+  pipeline_id STRING COMMENT 'Pipeline id',
+  pipeline_name STRING COMMENT 'Pipeline name',
   update_id STRING COMMENT 'Pipeline update (run) id',
   flow_name STRING COMMENT 'Failed flow (NULL for the update''s own error)',
   event_type STRING COMMENT 'flow_progress or update_progress',
@@ -12,12 +14,14 @@ CREATE STREAMING TABLE errors (
   fatal BOOLEAN COMMENT 'Whether the error was unrecoverable (no more retries)',
   error_date DATE COMMENT 'Date (UTC)'
 )
-COMMENT 'One row per error event (streaming: each is read once): update, flow, exception classes, error class, message, time. Errors of internal updates are kept here; error_classes and the health metrics count only updates in update_status.'
+COMMENT 'One row per error event of an observed pipeline (streaming: each is read once): pipeline, update, flow, exception classes, error class, message, time. Errors of internal updates are kept here; error_classes and the health metrics count only updates in update_status.'
 PARTITIONED BY (error_date)
 TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
 SELECT
   event_id,
+  pipeline_id,
+  pipeline_name,
   update_id,
   nullif(flow_name, '') AS flow_name,
   event_type,

@@ -1,9 +1,13 @@
--- Each event of the ingest pipeline's event log (`${lakewatch.event_log}` in the pipeline configuration),
--- parsed once. try_element_at: an empty exceptions list is NULL, not an error under ANSI mode. When the
--- event log's history table exists, transformations/observability/sources.py adds a second flow,
--- events_from_history, with this SELECT list and WHERE clause over the events the live log no longer holds.
+-- Each event of the observed pipelines' event logs, parsed once: this query reads the ingest pipeline's
+-- (`${lakewatch.event_log}` in the pipeline configuration); transformations/observability/sources.py adds
+-- a flow with this SELECT list and WHERE clause for each other pipeline's event log in
+-- `${lakewatch.observed_event_logs}` (events_from_<table>), and, when the ingest event log's history
+-- table exists, events_from_history over the events the live log no longer holds. `event_log` says which
+-- log an event came from: the Auto Loader tables and the ingest health metrics read the ingest
+-- pipeline's. try_element_at: an empty exceptions list is NULL, not an error under ANSI mode.
 CREATE STREAMING TABLE events (
   event_id STRING COMMENT 'Event id',
+  event_log STRING COMMENT 'The event log table the event was read from (lakewatch.event_log: the ingest pipeline; else one of lakewatch.observed_event_logs)',
   pipeline_id STRING COMMENT 'Pipeline id',
   pipeline_name STRING COMMENT 'Pipeline name',
   update_id STRING COMMENT 'Update (run) id; for a maintenance run without one, its maintenance id',
@@ -42,12 +46,13 @@ CREATE STREAMING TABLE events (
   definition_line BIGINT COMMENT 'flow_definition: the line that declared the flow (as definition_file)',
   event_date DATE COMMENT 'Date (UTC) of the event'
 )
-COMMENT 'The ingest pipeline''s event log with the JSON details parsed once per event (streaming: each event is read once). Every event of every update, internal ones included; other tables filter. Events the live log no longer holds come from its history table, each once.'
+COMMENT 'The observed pipelines'' event logs (the ingest pipeline''s and each of lakewatch.observed_event_logs) with the JSON details parsed once per event (streaming: each event is read once). Every event of every update, internal ones included; other tables filter. Events the ingest pipeline''s live log no longer holds come from its history table, each once.'
 PARTITIONED BY (event_date)
 TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
 SELECT
   id AS event_id,
+  '${lakewatch.event_log}' AS event_log,
   origin.pipeline_id AS pipeline_id,
   origin.pipeline_name AS pipeline_name,
   coalesce(origin.update_id, origin.maintenance_id) AS update_id,

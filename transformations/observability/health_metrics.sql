@@ -44,11 +44,14 @@ CREATE MATERIALIZED VIEW health_metrics (
 COMMENT 'One row per health metric (metric_name, metric_value, reason, checked_at), computed at each refresh, for SQL alerts, which compare alert_value (the value, or 0 for what an incident explains). metric_value is NULL when it could not be measured, and reason then says why; no alert treats NULL as healthy. ''Last update'' is the last finished update that is not internal; the duration and rescued-rows metrics read the last finished update that is not a full refresh.'
 TBLPROPERTIES ('quality' = 'gold')
 AS
-WITH last_update AS (
-  SELECT * FROM update_status WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY start_time DESC LIMIT 1
+WITH ingest_updates AS (
+  SELECT * FROM update_status WHERE event_log = '${lakewatch.event_log}'
+),
+last_update AS (
+  SELECT * FROM ingest_updates WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY start_time DESC LIMIT 1
 ),
 last_incremental AS (
-  SELECT * FROM update_status WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') AND full_refresh IS NOT TRUE
+  SELECT * FROM ingest_updates WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') AND full_refresh IS NOT TRUE
   ORDER BY start_time DESC LIMIT 1
 ),
 metrics AS (
@@ -68,7 +71,7 @@ FROM last_incremental
                WHEN max(m.median_duration) IS NULL THEN 'no earlier completed incremental update to compare with'
                WHEN max(m.median_duration) = 0 THEN 'the trailing median duration is 0 seconds' END) AS STRING) AS reason
 FROM (SELECT percentile(duration_seconds, 0.5) AS median_duration FROM (
-            SELECT duration_seconds FROM update_status
+            SELECT duration_seconds FROM ingest_updates
             WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
               AND start_time < (SELECT max(start_time) FROM last_incremental)
             ORDER BY start_time DESC LIMIT 20)) m
@@ -98,7 +101,7 @@ FROM (SELECT u.update_id, u.start_time, coalesce(u.end_time, u.start_time) AS at
                         WHEN b.unknown_flows > 0 THEN CAST(NULL AS BOOLEAN)
                         ELSE false END AS ingested,
                    b.why
-            FROM update_status u LEFT JOIN (
+            FROM ingest_updates u LEFT JOIN (
               SELECT update_id, sum(rows_written) AS known_rows, count_if(unmeasured_batches > 0) AS unknown_flows,
                      concat_ws('; ', array_sort(collect_list(CASE WHEN unmeasured_batches > 0 THEN concat(flow_name, ' (', CAST(unmeasured_batches AS STRING), ' micro-batch(es) without a row count)') END))) AS why
               FROM flow_throughput WHERE endswith(flow_name, '_bronze') GROUP BY update_id) b
@@ -121,7 +124,7 @@ FROM last_update l LEFT JOIN backlog b ON b.update_id = l.update_id
 FROM last_update l LEFT JOIN backlog b ON b.update_id = l.update_id
   UNION ALL
   SELECT 'hours_since_last_success' AS metric_name, CAST(((unix_millis((SELECT now FROM clock)) - unix_millis(coalesce(max(end_time) FILTER (WHERE final_state = 'COMPLETED'), min(start_time)))) / 3600000.0) AS DOUBLE) AS metric_value, CAST((CASE WHEN count(*) = 0 THEN 'no ingest update has run yet' END) AS STRING) AS reason
-FROM update_status
+FROM ingest_updates
   UNION ALL
   SELECT 'quarantined_rows_last_update' AS metric_name, CAST((CASE WHEN count(l.update_id) > 0 THEN count(q.delivery) END) AS DOUBLE) AS metric_value, CAST((CASE WHEN count(l.update_id) = 0 THEN 'no ingest update has finished yet' END) AS STRING) AS reason
 FROM last_update l LEFT JOIN quarantine_deliveries q
@@ -159,7 +162,7 @@ FROM file_latency
                  THEN 'no completed incremental update in the last 7 days'
                WHEN count_if(start_time < (SELECT now FROM clock) - INTERVAL 7 DAYS) = 0
                  THEN 'no completed incremental update in the 7 days before the last 7: no trend yet' END) AS STRING) AS reason
-FROM update_status WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
+FROM ingest_updates WHERE final_state = 'COMPLETED' AND full_refresh IS NOT TRUE AND duration_seconds IS NOT NULL
             AND start_time >= (SELECT now FROM clock) - INTERVAL 14 DAYS
   UNION ALL
   SELECT 'backlog_growth_streak' AS metric_name, CAST((CASE WHEN NOT min_by(unknown, back) FILTER (WHERE grew IS NOT TRUE) THEN min(back) FILTER (WHERE grew IS NOT TRUE) - 1 END) AS DOUBLE) AS metric_value, CAST((CASE WHEN count(*) = 0 THEN 'no finished update reported a backlog'
@@ -181,7 +184,7 @@ FROM (SELECT update_id, back, files > previous AS grew,
                   FROM (SELECT u.update_id, u.start_time,
                                CASE WHEN count_if(b.backlog_files IS NULL) = 0 THEN sum(b.backlog_files) END AS files,
                                concat_ws('; ', array_sort(collect_list(CASE WHEN b.backlog_files IS NULL THEN concat(b.flow_name, ': ', coalesce(b.reason, 'no figure')) END))) AS why
-                        FROM update_status u JOIN backlog b ON b.update_id = u.update_id
+                        FROM ingest_updates u JOIN backlog b ON b.update_id = u.update_id
                         WHERE u.final_state IN ('COMPLETED', 'FAILED', 'CANCELED')
                         GROUP BY u.update_id, u.start_time)))
   UNION ALL
@@ -207,7 +210,7 @@ FROM reconciliation
                    CASE WHEN count_if(r.status = 'not_comparable') > 0 THEN concat('the rejected table(s) of ',
                      concat_ws(', ', array_sort(collect_set(r.table_name) FILTER (WHERE r.status = 'not_comparable'))),
                      ' did not start with their clean table: a full refresh of each table''s bronze, clean and rejected tables reconciles them') END) END) AS STRING) AS reason
-FROM rejected_rows r JOIN update_status u ON u.update_id = r.update_id
+FROM rejected_rows r JOIN ingest_updates u ON u.update_id = r.update_id
 WHERE u.final_state = 'COMPLETED' AND u.end_time > (SELECT now FROM clock) - INTERVAL 24 HOURS
   UNION ALL
   SELECT 'tables_files_late' AS metric_name, CAST((count_if(due_at < (SELECT now FROM clock))) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
@@ -217,9 +220,15 @@ FROM arrival_windows
 FROM incidents WHERE status = 'OPEN'
 ),
 open_incident AS (
-  SELECT max_by(incident_id, opened_at) AS incident_id, max_by(explains, opened_at) AS explains,
+  SELECT max_by(incident_id, opened_at) AS incident_id, max_by(pipeline_name, opened_at) AS pipeline_name,
          max_by(category, opened_at) AS category, max_by(recommended_action, opened_at) AS recommended_action
   FROM incidents WHERE status = 'OPEN'
+),
+open_explaining AS (
+  -- per metric, the open incidents that explain it (each pipeline's incident its own metrics)
+  SELECT m.metric_name, concat_ws(', ', array_sort(collect_list(i.incident_id))) AS ids
+  FROM metrics m JOIN incidents i ON i.status = 'OPEN' AND array_contains(i.explains, m.metric_name)
+  GROUP BY m.metric_name
 ),
 recently_closed AS (
   SELECT nullif(concat_ws(', ', array_sort(collect_list(incident_id))), '') AS ids
@@ -233,14 +242,16 @@ errors_outside_incidents AS (
   WHERE e.event_time > (SELECT now FROM clock) - INTERVAL 24 HOURS AND u.final_state IS DISTINCT FROM 'FAILED'
     AND NOT (u.final_state = 'CANCELED' AND EXISTS (
       SELECT 1 FROM incidents i
-      WHERE u.start_time >= i.opened_at AND u.start_time <= coalesce(i.closed_at, (SELECT now FROM clock))))
+      WHERE i.pipeline_id <=> u.pipeline_id AND u.start_time >= i.opened_at AND u.start_time <= coalesce(i.closed_at, (SELECT now FROM clock))))
 ),
 judged AS (
-  SELECT m.*, o.incident_id AS open_id, o.category AS open_category, o.recommended_action AS open_action,
-         CASE WHEN array_contains(o.explains, m.metric_name) THEN o.incident_id
+  SELECT m.*, o.incident_id AS open_id, o.pipeline_name AS open_pipeline, o.category AS open_category,
+         o.recommended_action AS open_action, x.ids AS open_ids,
+         CASE WHEN x.ids IS NOT NULL THEN x.ids
               WHEN m.metric_name = 'errors_last_24h' AND m.metric_value > (SELECT n FROM errors_outside_incidents) THEN r.ids
               WHEN m.metric_name = 'failed_updates_last_24h' AND m.metric_value > 0 THEN r.ids END AS explained_by
   FROM metrics m CROSS JOIN open_incident o CROSS JOIN recently_closed r
+  LEFT JOIN open_explaining x ON x.metric_name = m.metric_name
 )
 SELECT
   metric_name, metric_value, reason, (SELECT now FROM clock) AS checked_at,
@@ -248,9 +259,11 @@ SELECT
              WHEN metric_name = 'errors_last_24h' THEN (SELECT n FROM errors_outside_incidents)
              ELSE 0 END) AS DOUBLE) AS alert_value,
   CAST((CASE WHEN metric_name = 'open_incidents' AND open_id IS NOT NULL
-               THEN concat('incident ', open_id, ' (', open_category, '): ', coalesce(open_action, 'see run_insights'))
+               THEN concat('incident ', open_id, ' of ', coalesce(open_pipeline, 'an unnamed pipeline'), ' (', open_category, '): ',
+                           coalesce(open_action, 'see run_insights'),
+                           CASE WHEN metric_value > 1 THEN concat(' (', CAST(CAST(metric_value AS BIGINT) AS STRING), ' incidents open)') ELSE '' END)
              WHEN explained_by IS NULL THEN reason
-             WHEN open_id IS NOT NULL THEN concat('explained by open incident ', explained_by,
+             WHEN open_ids IS NOT NULL THEN concat('explained by open incident ', explained_by,
                                                   ', which lakewatch_incident pages for')
              ELSE concat('the failed updates of closed incident(s) ', explained_by, ' left out') END) AS STRING) AS alert_reason,
   explained_by

@@ -1,6 +1,7 @@
 """What the observability SQL files beside this one read that differs per engine or per deployment,
 declared as pipeline-private views (pipelines/observability/pipeline.py writes their queries), and the
-second flow of `events`, from the event log's history, when there is a history table.
+other flows of `events`: one per other pipeline's event log (`lakewatch.observed_event_logs`) that
+exists, and one from the ingest event log's history, when there is a history table.
 
 The SQL files read the ingest pipeline's event log as `${lakewatch.event_log}` from the pipeline
 configuration, and these views by name.
@@ -46,10 +47,26 @@ def clock() -> DataFrame:
     return spark.sql(QUERIES["clock"])  # noqa: F821
 
 
+@dp.temporary_view(comment="The event logs read: the ingest pipeline's and each of lakewatch.observed_event_logs, "
+                           "whether it follows lakewatch's pattern, why one is not read")
+def observed_event_logs() -> DataFrame:
+    return spark.sql(QUERIES["observed_event_logs"])  # noqa: F821
+
+
 @dp.temporary_view(comment="The run-insight rules of pipelines/insights.py, first match first (run_insights)")
 def insight_rules() -> DataFrame:
     return spark.sql(QUERIES["insight_rules"])  # noqa: F821
 
+
+def _observed_flow(log: sources.ObservedEventLog) -> None:
+    @dp.append_flow(target="events", name=log.flow)
+    def events_from_observed_log() -> DataFrame:
+        return sources.streaming_query(spark, catalog.by_name("events"), {"event_log": log.table})  # noqa: F821
+
+
+for _log in sources.observed_event_logs(spark):  # noqa: F821
+    if _log.exists:
+        _observed_flow(_log)
 
 HISTORY = sources.history_placeholders(spark)  # noqa: F821
 if HISTORY is not None:

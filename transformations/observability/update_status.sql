@@ -15,6 +15,7 @@
 CREATE MATERIALIZED VIEW update_status (
   pipeline_id STRING COMMENT 'Pipeline id',
   pipeline_name STRING COMMENT 'Pipeline name',
+  event_log STRING COMMENT 'The event log the update was read from (events.event_log)',
   update_id STRING COMMENT 'Pipeline update (run) id',
   cause STRING COMMENT 'What started the update (USER_ACTION, JOB_TASK, ...)',
   full_refresh BOOLEAN COMMENT 'Whether the update fully refreshed every table, or the tables in full_refresh_selection: its create_update event says so, or it went through the RESETTING state (NULL when neither says)',
@@ -30,7 +31,7 @@ CREATE MATERIALIZED VIEW update_status (
   start_hour INT COMMENT 'Hour of the day (UTC, 0-23) the update started: failures by hour of day',
   update_date DATE COMMENT 'Date (UTC) the update started'
 )
-COMMENT 'One row per pipeline update: cause, full refresh, start, end, duration, final state, failed and skipped flows, first error. Internal updates (validate-only, explore-only, maintenance) are left out, as Databricks'' own monitoring does: they neither fail nor succeed an ingestion.'
+COMMENT 'One row per update of an observed pipeline: pipeline, cause, full refresh, start, end, duration, final state, failed and skipped flows, first error. Internal updates (validate-only, explore-only, maintenance) are left out, as Databricks'' own monitoring does: they neither fail nor succeed an ingestion.'
 PARTITIONED BY (update_date)
 TBLPROPERTIES ('quality' = 'gold', 'delta.enableChangeDataFeed' = 'true', 'delta.enableRowTracking' = 'true')
 AS
@@ -39,6 +40,7 @@ WITH runs AS (
     update_id,
     max(pipeline_id) AS pipeline_id,
     max(pipeline_name) AS pipeline_name,
+    max(event_log) AS event_log,
     max(cause) AS cause,
     bool_or(full_refresh) AS full_refresh_all,
     max_by(full_refresh_selection, struct(event_time, seq)) FILTER (WHERE event_type = 'create_update') AS selection,
@@ -64,7 +66,7 @@ flow_counts AS (
   FROM flow_states GROUP BY update_id
 )
 SELECT
-  r.pipeline_id, r.pipeline_name, r.update_id, r.cause,
+  r.pipeline_id, r.pipeline_name, r.event_log, r.update_id, r.cause,
   CASE WHEN r.full_refresh_all OR coalesce(size(r.selection), 0) > 0 OR r.reset THEN true
        WHEN r.full_refresh_all IS NULL AND r.selection IS NULL THEN CAST(NULL AS BOOLEAN)
        ELSE false END AS full_refresh,
