@@ -11,6 +11,12 @@ an ingest update runs after each. One producer's upload is cut short, so one upd
 users meet it (the bronze flow fails on an unreadable gzip, downstream flows are skipped, files
 stay in the backlog); the producer re-delivers the file and the next update catches up. The demo
 ends with a summary of the tables and of the failed update.
+
+Beside the ingest pipeline it runs the bundle's example of a pipeline of the user's own, `orders_daily`
+(plain `pyspark.pipelines`, observed through its event log), when the bundle has it and the
+configuration has an `orders` table: once before the first ingest update (it fails: `orders` does not
+exist yet), after the first ingest update, and before the job, so that the observability tables show
+two pipelines and the second one's incident, opened and closed.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from pipelines.local.project import LocalProject
 from pipelines.local.update.types import UpdateRequest, UpdateResult
 
 JOB = "lakewatch_job"
+# The bundle's example of another pipeline the observability pipeline observes, and the table it reads.
+OBSERVED_EXAMPLE = "orders_daily"
+OBSERVED_EXAMPLE_SOURCE = "orders"
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,9 @@ class Step:
     redeliver_first: bool = False
     expect_failure: bool = False
     job: bool = False  # run the bundle's job (ingest, archive, observability) instead of an ingest update
+    # OBSERVED_EXAMPLE's updates around the step's ingest update or job, and how each is meant to end
+    example_before: tuple[str, ...] = ()
+    example_after: tuple[str, ...] = ()
 
 
 @dataclass
@@ -60,13 +72,21 @@ MARKER = ".lakewatch-demo"  # the file that marks a state folder as the demo's o
 def scenario(truncated: str) -> tuple[Step, ...]:
     """The demo's steps; `truncated` is the table whose producer's upload is cut short."""
     return (
-        Step("batch 1: the first files land"),
+        Step("batch 1: the first files land", example_before=("FAILED",), example_after=("COMPLETED",)),
         Step("batch 2: more files, some with new fields (schema drift)"),
         Step(f"batch 3: the {truncated} producer's upload is cut short (a truncated gzip)",
              incomplete_upload=(truncated,), expect_failure=True),
         Step("batch 4: the producer re-delivers the whole file, new files land, and the job runs "
-             "(ingest, archive of the event log, then observability)", redeliver_first=True, job=True),
+             "(ingest, archive of the event log, then observability)", redeliver_first=True, job=True,
+             example_before=("COMPLETED",)),
     )
+
+
+def runs_example(project: Any, tables: TablesConfig) -> bool:
+    """Whether the demo runs OBSERVED_EXAMPLE: the bundle declares it and the configuration has the
+    table it reads."""
+    return (OBSERVED_EXAMPLE in project.bundle.resources("pipelines")
+            and any(t.name == OBSERVED_EXAMPLE_SOURCE for t in tables.tables))
 
 
 def truncated_table(tables: TablesConfig) -> str:
@@ -130,9 +150,27 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> DemoOutcome:
     failed_tasks: list[Any] = []  # job tasks other than updates that failed (the event log's archive)
     say(f"demo state folder {project.home.root} (landing root {landing}); nothing outside it is changed")
     document: dict[str, Any] = {"home": str(project.home.root), "landing_root": str(landing), "steps": []}
+    example = runs_example(project, tables)
+    unexpected_example: list[UpdateResult] = []
+
+    def run_example(intended: tuple[str, ...]) -> list[UpdateResult]:
+        ran = []
+        for state in intended if example else ():
+            result = runner.run_update(UpdateRequest(OBSERVED_EXAMPLE))
+            for line in summarize(result):
+                say(line)
+            if result.state != state:
+                unexpected_example.append(result)
+            ran.append(result)
+        return ran
+
+    if not example:
+        say(f"the bundle's example of another pipeline, {OBSERVED_EXAMPLE}, is not run: it needs the pipeline "
+            f"in the bundle and a table {OBSERVED_EXAMPLE_SOURCE} in the configuration")
     for number, step in enumerate(scenario(truncated_table(tables)), start=1):
         say("")
         say(f"== {step.title}")
+        before = run_example(step.example_before)
         if step.redeliver_first:
             for path in redeliver(landing):
                 say(f"re-delivered {path}")
@@ -152,16 +190,21 @@ def run_demo(project: Any, rows: int = 400, seed: int = 7) -> DemoOutcome:
             result = updates[0]
             for line in summarize(result):
                 say(line)
+        after = run_example(step.example_after)
         results.append((step, result))
         document["steps"].append({"step": number, "title": step.title, "files_written": len(written),
                                   "expect_failure": step.expect_failure,
-                                  "updates": [update_document(u) for u in updates]})
+                                  "updates": [update_document(u) for u in [*before, *updates, *after]]})
 
     say("")
     say("== summary")
     ok, document["tables"] = print_summary(project, tables, results)
     for task in failed_tasks:
         say(f"UNEXPECTED: job task {task.task_key} FAILED: {task.error}")
+        ok = False
+    for update in unexpected_example:
+        say(f"UNEXPECTED: {OBSERVED_EXAMPLE} update {update.update_id} ended {update.state}")
+        say(failure_paragraph(update))
         ok = False
     document.update(health_metrics=None, alerts=None, dashboard_failed_widgets=None)
     if not observability.ok:

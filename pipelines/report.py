@@ -1,4 +1,5 @@
-"""`lakewatch report`: the last updates of the ingest pipeline in a terminal, from the observability tables.
+"""`lakewatch report`: the last updates of the ingest pipeline in a terminal, from the observability tables
+(the other observed pipelines' updates are left out: `pipelines_status` names the ingest pipeline's event log).
 
 Per update: start, state, duration against its baseline (the median of up to `BASELINE_UPDATES`
 earlier completed incremental updates, none before `MIN_HISTORY` of them), rows written to bronze,
@@ -28,6 +29,7 @@ WITH durations AS (
     count(CASE WHEN final_state = 'COMPLETED' AND full_refresh IS NOT TRUE THEN duration_seconds END)
       OVER (ORDER BY start_time ROWS BETWEEN {BASELINE_UPDATES} PRECEDING AND 1 PRECEDING) AS history
   FROM update_status
+  WHERE event_log IN (SELECT event_log FROM pipelines_status WHERE follows_lakewatch_pattern)
 ),
 rows_in AS (
   SELECT update_id, sum(rows_written) AS bronze_rows, count_if(rows_written IS NULL) AS unmeasured

@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 
 from pipelines import sqldefs
 from pipelines.adapter import Engine, engine_for
-from pipelines.local import flow_inputs
+from pipelines.local import expectation_decorators, flow_inputs
 from pipelines.local.flow_inputs import Inputs, proto_children
 
 DATASET_TYPES = {
@@ -131,6 +131,13 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
         self.outputs[output.name] = recorded
 
     def register_flow(self, flow: Flow) -> None:
+        rules = expectation_decorators.declared(flow.func)
+        if rules:
+            # Databricks' expectation decorators on a plain pyspark.pipelines dataset: enforced and
+            # counted by the engine as lakewatch's own datasets' expectations are.
+            output = self.outputs.get(flow.target)
+            streaming = output is None or output.dataset_type == "STREAMING_TABLE"
+            flow = dataclasses.replace(flow, func=engine_for(self._spark).query(flow.target, flow.name, rules, streaming)(flow.func))
         # Same steps as SparkConnectGraphElementRegistry.register_flow, keeping the plan.
         with add_pipeline_analysis_context(
             spark=self._spark, dataflow_graph_id=self._dataflow_graph_id, flow_name=flow.name

@@ -17,7 +17,7 @@ from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph
 from pipelines.local import adapter as local_adapter
 from pipelines.eventlog import events
 from pipelines.local import checkpoints
-from pipelines.local import codegen, engine, inflight, measure, polling
+from pipelines.local import codegen, engine, expectation_decorators, inflight, measure, polling
 from pipelines.local.plan_schemas import Session as PlanSession
 from pipelines.local.plan_schemas import plan_key
 from pipelines.local.registry import RecordedFlow, RecordingRegistry
@@ -59,7 +59,7 @@ class Definitions:
             database=ctx.schema, configuration=conf, libraries=globs,
         )
         ctx.say(f"  registering definitions from {', '.join(g.include for g in spec.libraries)}")
-        with local_adapter.recording(ctx.graph):
+        with local_adapter.recording(ctx.graph), expectation_decorators.installed():
             _quietly(lambda: register_definitions(root / "spark-pipeline.yml", registry, spec, ctx.spark, graph_id))
         ctx.graph_id = graph_id
 
