@@ -260,17 +260,37 @@ def clock_sql(now: datetime | None) -> str:
     return CLOCK if now is None else f"TIMESTAMP '{now.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S.%f}'"
 
 
+def in_pipeline(update: Update, pipeline_id: str, pipeline_name: str) -> Update:
+    """`update` as an update of another pipeline: every event's origin names that pipeline."""
+    for event in update.events:
+        event["origin"]["pipeline_id"] = pipeline_id
+        event["origin"]["pipeline_name"] = pipeline_name
+    return update
+
+
 def observability_views(spark: Any, updates: Sequence[Update], file_state: Sequence[tuple] = (),
                         sink: Sequence[tuple] = (), bronze: Sequence[tuple] = (),
                         only: Sequence[str] | None = None, now: datetime | None = None,
-                        limits: Mapping[str, float | None] | None = None) -> dict[str, str]:
+                        limits: Mapping[str, float | None] | None = None,
+                        observed: Mapping[str, Sequence[Update]] | None = None,
+                        unread: Sequence[str] = ()) -> dict[str, str]:
     """Registers the sources and the observability tables (all, or those `only` needs) as temporary
     views; returns the sources. The health metrics read the clock at `now` when given (a scenario
     placed around a fixed instant reads the same on any day, at any hour). Tunes the session for tiny
     inputs, which runs these views faster: no whole-stage code generation, no adaptive execution, one
-    shuffle partition."""
+    shuffle partition.
+
+    `observed` maps the event logs of other observed pipelines (temporary view names) to their
+    updates: `events` then reads each as the pipeline's flow per event log does (its query over that
+    log, unioned); `unread` names configured event logs that do not exist."""
     for key, value in TINY_DATA_CONF.items():
         spark.conf.set(key, value)
+    observed = dict(observed or {})
+    for log, logged in observed.items():
+        spark.createDataFrame(event_rows(*logged), EVENT_LOG_SCHEMA).createOrReplaceTempView(log)
+    observed_rows = ["('t_event_log', true, CAST(NULL AS STRING))"]
+    observed_rows += [f"('{log}', false, CAST(NULL AS STRING))" for log in observed]
+    observed_rows += [f"('{log}', false, 'the event log table does not exist')" for log in unread]
     spark.createDataFrame(event_rows(*updates), EVENT_LOG_SCHEMA).createOrReplaceTempView("t_event_log")
     spark.createDataFrame(list(file_state), FILE_STATE_DDL).createOrReplaceTempView("t_file_state")
     spark.createDataFrame(list(sink), SINK_DDL).createOrReplaceTempView("t_sink")
@@ -279,12 +299,15 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
                # no size snapshots, no ingest tables expected (tests/sql/test_table_sizes.py has its own)
                "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now),
                "insight_rules": f"({insights.rules_sql()})",
-               "observed_event_logs": "(SELECT 't_event_log' AS event_log, true AS follows_lakewatch_pattern, "
-                                      "CAST(NULL AS STRING) AS not_read_reason)"}
+               "observed_event_logs": "(SELECT * FROM VALUES " + ", ".join(observed_rows)
+                                      + " AS o(event_log, follows_lakewatch_pattern, not_read_reason))"}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
+        query = table.render(sources)
+        if table.name == "events":
+            query = " UNION ALL ".join([query, *(table.render({**sources, "event_log": log}) for log in observed)])
         # Materialized once, as the pipeline does, so later tables do not recompute earlier ones.
-        spark.sql(table.render(sources)).localCheckpoint().createOrReplaceTempView(table.name)
+        spark.sql(query).localCheckpoint().createOrReplaceTempView(table.name)
     return sources
 
 
