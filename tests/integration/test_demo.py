@@ -20,6 +20,7 @@ import pytest
 
 from pipelines.dashboard.lvdash import load_dashboard
 from pipelines.anomalies import MIN_HISTORY
+from pipelines.demo import OBSERVED_EXAMPLE
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES, MATERIALIZED_VIEW, PUBLISHED
 from tests.integration.chromium import CHROMIUM, WIDTH, PageEvents, headless_chromium
 from tests.integration.helpers import PROJECT_ROOT, SCHEMA_DIR, Cli, LocalTables, cli_env
@@ -288,8 +289,10 @@ def test_the_demo_s_json_result_agrees_with_its_tables_alerts_and_updates(own_da
     `lakewatch alerts` give now."""
     document = json.loads(own_data["demo_json"])
     assert document["as_intended"] is True and document["home"] == str(own_data["demo_home"])
-    states = [[u["state"] for u in step["updates"]] for step in document["steps"]]
+    states = [[u["state"] for u in step["updates"] if u["pipeline"] != OBSERVED_EXAMPLE] for step in document["steps"]]
     assert states[:3] == [["COMPLETED"], ["COMPLETED"], ["FAILED"]] and set(states[3]) == {"COMPLETED"}
+    example = [[u["state"] for u in step["updates"] if u["pipeline"] == OBSERVED_EXAMPLE] for step in document["steps"]]
+    assert example == [["FAILED", "COMPLETED"], [], [], ["COMPLETED"]]  # before and after the ingest update
     assert [step["expect_failure"] for step in document["steps"]] == [False, False, True, False]
     logged = {r["update_id"] for r in tables.sql("SELECT DISTINCT origin.update_id AS update_id FROM {log}",
                                                  log="lakewatch_ingest_event_log").collect()}
@@ -535,3 +538,34 @@ def test_documented_command_runs_on_the_demo_state(demo_cli: Cli, where: str, ar
     assert result.stdout.strip() or "status" in args, f"{where}: lakewatch {' '.join(args)} printed no result"
     if "-o" in args and args[args.index("-o") + 1] == "json" or "--json" in args:
         json.loads(result.stdout)
+
+
+def test_the_other_pipeline_s_updates_failure_and_expectations_are_observed(tables):
+    """orders_daily, written with plain pyspark.pipelines and observed through its event log: every
+    update its own event log (read with Spark) holds is in update_status under its name with its final
+    state; its failure (run before `orders` existed) is an incident of its own, closed by its next
+    completed update; its last update's expectation counts are those of the rows its view holds
+    (counted by the test); pipelines_status has a row per pipeline."""
+    logged = {r["u"]: (r["s"], r["t"]) for r in tables.sql(
+        "SELECT origin.update_id AS u, get_json_object(details, '$.update_progress.state') AS s, timestamp AS t "
+        "FROM {log} WHERE event_type = 'update_progress' "
+        "AND get_json_object(details, '$.update_progress.state') IN ('COMPLETED', 'FAILED', 'CANCELED')",
+        log=f"{OBSERVED_EXAMPLE}_event_log").collect()}
+    status = {r["update_id"]: r["final_state"]
+              for r in tables.table("update_status").where(f"pipeline_name = '{OBSERVED_EXAMPLE}'").collect()}
+    assert status == {u: s for u, (s, _) in logged.items()}
+    assert sorted(status.values()) == ["COMPLETED", "COMPLETED", "FAILED"]
+    by_time = sorted(logged, key=lambda u: logged[u][1])
+    [incident] = tables.table("incidents").where(f"pipeline_name = '{OBSERVED_EXAMPLE}'").collect()
+    assert (incident["incident_id"], incident["status"], incident["closed_by_update_id"]) == (by_time[0], "CLOSED", by_time[1])
+    assert incident["category"] != "unknown"  # run_insights names the missing table
+    view = tables.table(OBSERVED_EXAMPLE)
+    counted = {"has_orders": view.where("order_count > 0").count(),
+               "known_currency": view.where("currency IS NOT NULL").count()}
+    got = {r["expectation"]: (r["passed_records"], r["failed_records"]) for r in tables.table("expectation_results")
+           .where(f"update_id = '{by_time[-1]}' AND dataset = '{OBSERVED_EXAMPLE}'").collect()}
+    assert got == {name: (passed, view.count() - passed) for name, passed in counted.items()}
+    pipelines = {r["pipeline_name"]: r for r in tables.table("pipelines_status").collect()}
+    assert set(pipelines) == {"lakewatch_ingest", OBSERVED_EXAMPLE}
+    assert pipelines["lakewatch_ingest"]["follows_lakewatch_pattern"] and not pipelines[OBSERVED_EXAMPLE]["follows_lakewatch_pattern"]
+    assert (pipelines[OBSERVED_EXAMPLE]["updates"], pipelines[OBSERVED_EXAMPLE]["last_update_id"]) == (3, by_time[-1])
