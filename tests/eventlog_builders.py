@@ -268,6 +268,29 @@ def in_pipeline(update: Update, pipeline_id: str, pipeline_name: str) -> Update:
     return update
 
 
+OTHER_LOG, OTHER_ID, OTHER_NAME = "t_orders_daily_log", "p-2", "orders_daily"
+NOT_FOUND = "[TABLE_OR_VIEW_NOT_FOUND] The table or view `main`.`lakewatch`.`orders` cannot be found."
+
+
+def plain_pipeline_update(update_id: str, start: datetime, state: str, failed: int = 0) -> Update:
+    """An update of another observed pipeline written with plain pyspark.pipelines (the bundle's
+    orders_daily): its materialized view with two expectations (`failed` rows failing the second), or
+    its analysis failing on a missing table."""
+    u = in_pipeline(Update(update_id, start), OTHER_ID, OTHER_NAME)
+    u.state("RUNNING", 1)
+    if state == "FAILED":
+        error = ("org.apache.spark.sql.AnalysisException", NOT_FOUND)
+        u.flow("orders_daily", "FAILED", 3, error=[error])
+        u.state("FAILED", 4, error=error)
+    else:
+        u.flow("orders_daily", "RUNNING", 2)
+        u.metrics("orders_daily", 5, rows=10, status="COMPLETED", streaming=False,
+                  expectations=[("has_orders", 10, 0), ("known_currency", 10 - failed, failed)])
+        u.flow("orders_daily", "COMPLETED", 5)
+        u.state("COMPLETED", 6)
+    return in_pipeline(u, OTHER_ID, OTHER_NAME)
+
+
 def observability_views(spark: Any, updates: Sequence[Update], file_state: Sequence[tuple] = (),
                         sink: Sequence[tuple] = (), bronze: Sequence[tuple] = (),
                         only: Sequence[str] | None = None, now: datetime | None = None,
@@ -300,7 +323,9 @@ def observability_views(spark: Any, updates: Sequence[Update], file_state: Seque
                "table_sizes": empty_sizes_sql(), "ingest_tables": ingest_tables_of(limits or {}), "now": clock_sql(now),
                "insight_rules": f"({insights.rules_sql()})",
                "observed_event_logs": "(SELECT * FROM VALUES " + ", ".join(observed_rows)
-                                      + " AS o(event_log, follows_lakewatch_pattern, not_read_reason))"}
+                                      + " AS o(event_log, follows_lakewatch_pattern, not_read_reason))",
+               "event_log_errors": "(" + " UNION ALL ".join(f"SELECT id, error, `timestamp` FROM {log}"
+                                                            for log in ["t_event_log", *observed]) + ")"}
     wanted = needed_for(only) if only else {t.name for t in TABLES}
     for table in (t for t in TABLES if t.name in wanted):
         query = table.render(sources)
@@ -320,10 +345,12 @@ class Inputs:
     bronze: list[tuple] = field(default_factory=list)
     sink: list[tuple] = field(default_factory=list)
     limits: dict[str, float | None] = field(default_factory=dict)  # configured tables: max_hours_without_rows
+    observed: dict[str, list[Update]] = field(default_factory=dict)  # other pipelines' event logs: their updates
 
     def views(self, spark: Any, only: Sequence[str] | None = None, now: datetime | None = None) -> dict[str, str]:
         return observability_views(spark, self.updates, file_state=self.file_state, sink=self.sink,
-                                   bronze=self.bronze, only=only, now=now, limits=self.limits)
+                                   bronze=self.bronze, only=only, now=now, limits=self.limits,
+                                   observed=self.observed)
 
 
 def full_refresh_story(now: datetime, databricks: bool = False,

@@ -104,6 +104,7 @@ SOURCE_VIEWS = {
     "ingest_tables": "ingest_tables",
     "insight_rules": "insight_rules",
     "observed_event_logs": "observed_event_logs",
+    "event_log_errors": "event_log_errors",
 }
 _STREAM_READ = re.compile(r"STREAM\s*\(\s*([^)\s]+)\s*\)\s*WITH\s*\(\s*'skipChangeCommits'\s*=\s*'true'\s*\)",
                           re.IGNORECASE)
@@ -227,7 +228,7 @@ HEALTH_METRIC_NAMES = (
     "last_update_duration_vs_median", "rows_last_update", "hours_since_rows_ingested", "lowest_pass_rate_last_24h", "backlog_files",
     "backlog_bytes", "backlog_growth_streak", "duration_week_over_week_change", "hours_since_last_success", "quarantined_rows_last_update", "rescued_rows_last_update",
     "ingestion_latency_p95_seconds_24h", "anomalies_last_update", "tables_without_rows", "metrics_missing",
-    "files_not_reconciled", "rejected_rows_not_reconciled", "tables_files_late", "open_incidents",
+    "files_not_reconciled", "rejected_rows_not_reconciled", "tables_files_late", "open_incidents", "pipelines_failing",
 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines import insights
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -93,6 +94,7 @@ def source_queries(spark: Any) -> dict[str, str]:
         "clock": f"SELECT {CLOCK} AS now",
         "insight_rules": insights.rules_sql(),
         "observed_event_logs": observed_event_logs_sql(spark),
+        "event_log_errors": event_log_errors_sql(spark),
     }
 
 
@@ -156,22 +158,36 @@ class ObservedEventLog:
     exists: bool
 
 
+def _table_key(name: str) -> str:
+    """A table name as the catalog compares it: without backticks, case-insensitive."""
+    return name.replace("`", "").strip().lower()
+
+
+def observed_flow_name(table: str) -> str:
+    """`events_from_<table's last part>_<8 hex digits of the whole name>`: a valid, unique flow name per
+    table (two tables whose names differ only in punctuation get two flows)."""
+    key = _table_key(table)
+    short = re.sub(r"\W+", "_", key.rsplit(".", 1)[-1]).strip("_")[:40]
+    return f"events_from_{short}_{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+
 def observed_event_logs(spark: Any) -> list[ObservedEventLog]:
     """The event logs of `lakewatch.observed_event_logs` (comma-separated table names; the ingest
-    pipeline's own is read by `events`' query and is left out here), each once, in the order given.
-    Should the catalog not answer, the table is read as named: no answer is not a missing table."""
-    ingest = spark.conf.get(EVENT_LOG_KEY, None)
+    pipeline's own is read by `events`' query and is left out here), each once (names compared as the
+    catalog does), in the order given. Should the catalog not answer, the table is read as named: no
+    answer is not a missing table."""
+    seen = {_table_key(spark.conf.get(EVENT_LOG_KEY, None) or "")}
     configured = spark.conf.get(OBSERVED_EVENT_LOGS_KEY, "") or ""
     logs: list[ObservedEventLog] = []
-    for name in dict.fromkeys(n.strip() for n in configured.split(",")):
-        if not name or name == ingest:
+    for name in (n.strip() for n in configured.split(",")):
+        if not name or _table_key(name) in seen:
             continue
+        seen.add(_table_key(name))
         try:
             exists = bool(spark.catalog.tableExists(name))
         except Exception:  # noqa: BLE001 (no answer is not a missing table)
             exists = True
-        flow = "events_from_" + re.sub(r"\W+", "_", name.replace("`", "")).strip("_").lower()
-        logs.append(ObservedEventLog(name, flow, exists))
+        logs.append(ObservedEventLog(name, observed_flow_name(name), exists))
     return logs
 
 
@@ -182,7 +198,15 @@ def observed_event_logs_sql(spark: Any) -> str:
     rows = [f"({quote_string(spark.conf.get(EVENT_LOG_KEY))}, true, CAST(NULL AS STRING))"]
     rows += [f"({quote_string(log.table)}, false, "
              + ("CAST(NULL AS STRING))" if log.exists
-                else "'the event log table does not exist (yet): the pipeline has not run, or its event log is not published')")
+                else "'the event log table was not found: the pipeline has not run yet, its event log is not published "
+                     "(its event_log setting), or this pipeline cannot see it (grant it SELECT)')")
              for log in observed_event_logs(spark)]
     return ("SELECT * FROM VALUES " + ", ".join(rows)
             + " AS observed(event_log, follows_lakewatch_pattern, not_read_reason)")
+
+
+def event_log_errors_sql(spark: Any) -> str:
+    """The view `event_log_errors`: id, error and time of every error event of the event logs read
+    (the ingest pipeline's and each observed one that exists), for run_insights' exception chains."""
+    logs = [spark.conf.get(EVENT_LOG_KEY)] + [log.table for log in observed_event_logs(spark) if log.exists]
+    return " UNION ALL ".join(f"SELECT id, error, `timestamp` FROM {log} WHERE error IS NOT NULL" for log in logs)

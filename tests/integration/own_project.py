@@ -136,6 +136,11 @@ def shown_as_run(shown: list[str], base: Path) -> list[str]:
     return args
 
 
+def verb(shown: list[str]) -> str:
+    """The verb of a documented command's arguments (its first word that is not an option)."""
+    return next((w for w in shown if not w.startswith("-")), "")
+
+
 def documented_writes() -> list[list[str]]:
     """The commands docs/cli.md shows, in its order, but those run on the demo's state (read-only,
     test_demo), the `--remote` one (test_remote) and `demo` (the last step here): `generate` first,
@@ -146,7 +151,7 @@ def documented_writes() -> list[list[str]]:
     shown = [words[1:] for block in shell_blocks(ROOT / "docs" / "cli.md") for words in block
              if Path(words[0]).name == "lakewatch"]
     kept = [a for a in shown if tuple(a) not in on_demo and "--remote" not in a and a[:1] != ["demo"]]
-    return sorted(kept, key=lambda a: {"generate": 0, "engine": 2}.get(next((w for w in a if not w.startswith("-")), ""), 1))
+    return sorted(kept, key=lambda a: {"generate": 0, "engine": 2}.get(verb(a), 1))
 
 
 class DocumentedRuns:
@@ -229,8 +234,11 @@ def run_user_steps(base: Path) -> dict[str, Any]:
     # every other command docs/cli.md shows that writes; `drift --apply` changes conf/tables.yml for
     # orders, put back before the demo (whose orders files carry that field as drift)
     tables_yml = (project.root / "conf" / "tables.yml").read_text()
-    for shown in documented_writes():
-        documented(shown)
+    writes = documented_writes()
+    engine_commands = [shown for shown in writes if verb(shown) == "engine"]
+    for shown in writes:
+        if shown not in engine_commands:  # run last: a query after `engine stop` would start it again
+            documented(shown)
     steps["applied_to_orders"] = yaml.safe_load((project.root / "conf" / "tables.yml").read_text())
     steps["orders_quarantine"] = project.query(sql=(
         "SELECT _source_file, _record_hash FROM corrupt_records_sink WHERE source_table = 'orders'"))
@@ -246,6 +254,9 @@ def run_user_steps(base: Path) -> dict[str, Any]:
     # the demo's engine stays up: test_demo queries the demo's state next
     steps["files_after"] = hashes(exports)
     steps["counts_after"] = bronze_counts(project, root, written)
-    project.run(*root, "engine", "stop")  # the user's engine is not needed after this
+    for shown in engine_commands:  # docs/cli.md's engine commands, with the user's engine up
+        documented(shown)
+    if not any(shown[-1:] == ["stop"] for shown in engine_commands):
+        project.run(*root, "engine", "stop")  # the user's engine is not needed after this
     return {"project": project, "exports": exports, "written": written, "demo_home": project.root / DEMO_HOME,
             "documented": documented.outputs, **steps}

@@ -12,7 +12,7 @@ import pytest
 from pipelines.alerts import AlertSpec, load_alerts, run_alert
 from pipelines.bundle import load_bundle
 from pipelines.observability.catalog import HEALTH_METRIC_NAMES
-from tests.eventlog_builders import PIPELINE, Inputs, Update, bronze_rows, completed_update, file_row, full_refresh_story, sink_row
+from tests.eventlog_builders import OTHER_LOG, PIPELINE, Inputs, Update, bronze_rows, plain_pipeline_update, completed_update, file_row, full_refresh_story, sink_row
 
 DB = "alert_checks"
 
@@ -48,6 +48,20 @@ def failed_last() -> Inputs:
     u = Update("last", ago(minutes=5)).state("RUNNING", 1)
     u.flow("orders_bronze", "RUNNING", 2).flow("orders_bronze", "FAILED", 5, error=[("java.io.EOFException", "cut")])
     return history(u.state("FAILED", 6, error=("java.io.EOFException", "cut")))
+
+
+def other_pipeline_failing() -> Inputs:
+    """The ingest pipeline healthy; another observed pipeline's last update failed (an open incident)."""
+    inputs = healthy()
+    inputs.observed = {OTHER_LOG: [plain_pipeline_update("o1", ago(hours=2), "COMPLETED"),
+                                   plain_pipeline_update("o2", ago(minutes=20), "FAILED")]}
+    return inputs
+
+
+def other_pipeline_recovered() -> Inputs:
+    inputs = other_pipeline_failing()
+    inputs.observed[OTHER_LOG].append(plain_pipeline_update("o3", ago(minutes=10), "COMPLETED"))
+    return inputs
 
 
 def retried_flow() -> Inputs:
@@ -216,6 +230,7 @@ def rejected_rows_kept() -> Inputs:
 SCENARIOS: dict[str, tuple[Callable[[], Inputs], Callable[[], Inputs]]] = {
     # alert key: (a scenario that triggers it, a healthy one that does not)
     "lakewatch_incident": (failed_last, failed_then_recovered),
+    "lakewatch_pipeline_failing": (other_pipeline_failing, other_pipeline_recovered),
     "lakewatch_errors_24h": (retried_flow, failed_then_recovered),
     "lakewatch_slow_update": (degraded, healthy),
     "lakewatch_low_pass_rate": (degraded, healthy),

@@ -9,29 +9,12 @@ import datetime as dt
 
 import pytest
 
-from tests.eventlog_builders import PIPELINE, Update, completed_update, in_pipeline, observability_views, utc
+from tests.eventlog_builders import (OTHER_ID, OTHER_LOG, OTHER_NAME, PIPELINE, completed_update, observability_views,
+                                    plain_pipeline_update, utc)
 
 NOW = utc(2026, 6, 15, 12)
-OTHER_LOG, OTHER_ID, OTHER_NAME = "t_orders_daily_log", "p-2", "orders_daily"
 MISSING_LOG = "t_never_ran_log"
-NOT_FOUND = ("[TABLE_OR_VIEW_NOT_FOUND] The table or view `main`.`lakewatch`.`orders` cannot be found.",)
-
-
-def other_update(update_id: str, start: dt.datetime, state: str, failed: int = 0) -> Update:
-    """An update of orders_daily: its materialized view with two expectations, or its analysis failing."""
-    u = in_pipeline(Update(update_id, start), OTHER_ID, OTHER_NAME)
-    u.state("RUNNING", 1)
-    if state == "FAILED":
-        error = ("org.apache.spark.sql.AnalysisException", NOT_FOUND[0])
-        u.flow("orders_daily", "FAILED", 3, error=[error])
-        u.state("FAILED", 4, error=error)
-    else:
-        u.flow("orders_daily", "RUNNING", 2)
-        u.metrics("orders_daily", 5, rows=10, status="COMPLETED", streaming=False,
-                  expectations=[("has_orders", 10, 0), ("known_currency", 10 - failed, failed)])
-        u.flow("orders_daily", "COMPLETED", 5)
-        u.state("COMPLETED", 6)
-    return in_pipeline(u, OTHER_ID, OTHER_NAME)
+other_update = plain_pipeline_update
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +68,13 @@ def test_the_ingest_metrics_read_the_ingest_pipeline_and_the_counts_every_pipeli
     assert metrics["hours_since_last_success"]["metric_value"] == pytest.approx(
         (NOW.replace(tzinfo=None) - ended).total_seconds() / 3600)
     assert metrics["failed_updates_last_24h"]["metric_value"] == 2  # o1 and o3
-    assert metrics["open_incidents"]["metric_value"] == 1
-    assert metrics["open_incidents"]["alert_reason"].startswith(f"incident o3 of {OTHER_NAME} (")
-    # o3's open incident explains the errors and failures it counts: one page, lakewatch_incident's
+    # o3's incident is another pipeline's: lakewatch_pipeline_failing pages for it, not lakewatch_incident,
+    # so an ingest incident opening meanwhile would still page
+    assert (metrics["open_incidents"]["metric_value"], metrics["pipelines_failing"]["metric_value"]) == (0, 1)
+    assert metrics["pipelines_failing"]["alert_reason"].startswith(f"failing: {OTHER_NAME}: incident o3 (")
+    # o3's open incident explains the errors and failures it counts: one page, lakewatch_pipeline_failing's
     assert (metrics["failed_updates_last_24h"]["alert_value"], metrics["failed_updates_last_24h"]["explained_by"]) == (0, "o3")
+    assert metrics["failed_updates_last_24h"]["alert_reason"].endswith("which lakewatch_pipeline_failing pages for")
     assert metrics["errors_last_24h"]["metric_value"] > 0 and metrics["errors_last_24h"]["alert_value"] == 0
     # the other pipeline's failed expectation (known_currency: 8 of 10) is in the pass-rate metric
     assert metrics["lowest_pass_rate_last_24h"]["metric_value"] == pytest.approx(0.8)

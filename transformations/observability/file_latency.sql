@@ -22,7 +22,7 @@ WITH recommitted AS (
   SELECT f.path_key, min(u.update_id) AS update_id
   FROM landing_files f
   JOIN update_status u
-    ON f.commit_time >= u.start_time AND (u.end_time IS NULL OR f.commit_time <= u.end_time)
+    ON u.event_log = '${lakewatch.event_log}' AND f.commit_time >= u.start_time AND (u.end_time IS NULL OR f.commit_time <= u.end_time)
    AND (u.full_refresh IS TRUE AND (coalesce(size(u.full_refresh_selection), 0) = 0 OR exists(u.full_refresh_selection, s -> regexp_extract(s, '([^.`]+)`?$', 1) = f.table_name)))
   WHERE f.first_commit_time = f.commit_time
   GROUP BY f.path_key

@@ -28,7 +28,9 @@
 --   start with its clean table. Failed updates are the incidents' to page for; updates from before a
 --   table kept its rejected rows (not_kept) and updates in which a flow did not complete (not_compared)
 --   are no mismatch.
--- - open_incidents: incidents (the incidents view) still open. An open incident explains the metrics it
+-- - pipelines_failing: the other observed pipelines (observed_event_logs) with an open incident, which
+--   lakewatch_pipeline_failing pages for; their incidents explain only the counts over every pipeline.
+-- - open_incidents: the ingest pipeline's incidents (the incidents view) still open. An open incident explains the metrics it
 --   lists (`explains`): their alert_value is 0 and alert_reason names it, so the failure pages once,
 --   through lakewatch_incident; the errors of a closed incident's failed updates are left out of
 --   errors_last_24h's alert_value, so a recovered failure does not keep paging for a day.
@@ -46,6 +48,13 @@ TBLPROPERTIES ('quality' = 'gold')
 AS
 WITH ingest_updates AS (
   SELECT * FROM update_status WHERE event_log = '${lakewatch.event_log}'
+),
+open_scoped AS (
+  -- the open incidents, each marked as the ingest pipeline's or another observed pipeline's
+  SELECT i.*, coalesce(p.ingest, false) AS ingest
+  FROM incidents i
+  LEFT JOIN (SELECT DISTINCT pipeline_id, true AS ingest FROM ingest_updates) p ON p.pipeline_id <=> i.pipeline_id
+  WHERE i.status = 'OPEN'
 ),
 last_update AS (
   SELECT * FROM ingest_updates WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY start_time DESC LIMIT 1
@@ -217,17 +226,27 @@ WHERE u.final_state = 'COMPLETED' AND u.end_time > (SELECT now FROM clock) - INT
 FROM arrival_windows
   UNION ALL
   SELECT 'open_incidents' AS metric_name, CAST((count(*)) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
-FROM incidents WHERE status = 'OPEN'
+FROM open_scoped WHERE ingest
+  UNION ALL
+  SELECT 'pipelines_failing' AS metric_name, CAST((count(DISTINCT coalesce(pipeline_id, incident_id))) AS DOUBLE) AS metric_value, CAST((NULL) AS STRING) AS reason
+FROM open_scoped WHERE NOT ingest
 ),
 open_incident AS (
   SELECT max_by(incident_id, opened_at) AS incident_id, max_by(pipeline_name, opened_at) AS pipeline_name,
          max_by(category, opened_at) AS category, max_by(recommended_action, opened_at) AS recommended_action
-  FROM incidents WHERE status = 'OPEN'
+  FROM open_scoped WHERE ingest
+),
+failing_elsewhere AS (
+  SELECT nullif(concat_ws('; ', array_sort(collect_list(concat(coalesce(pipeline_name, pipeline_id, 'a pipeline'),
+           ': incident ', incident_id, ' (', category, '): ', coalesce(recommended_action, 'see run_insights'))))), '') AS text
+  FROM open_scoped WHERE NOT ingest
 ),
 open_explaining AS (
-  -- per metric, the open incidents that explain it (each pipeline's incident its own metrics)
-  SELECT m.metric_name, concat_ws(', ', array_sort(collect_list(i.incident_id))) AS ids
-  FROM metrics m JOIN incidents i ON i.status = 'OPEN' AND array_contains(i.explains, m.metric_name)
+  -- per metric, the open incidents that explain it (the ingest pipeline's its own metrics, another
+  -- pipeline's only the counts over every pipeline), and which alert pages for them
+  SELECT m.metric_name, concat_ws(', ', array_sort(collect_list(i.incident_id))) AS ids,
+         concat_ws(' and ', array_sort(collect_set(CASE WHEN i.ingest THEN 'lakewatch_incident' ELSE 'lakewatch_pipeline_failing' END))) AS paged_by
+  FROM metrics m JOIN open_scoped i ON array_contains(i.explains, m.metric_name)
   GROUP BY m.metric_name
 ),
 recently_closed AS (
@@ -246,11 +265,12 @@ errors_outside_incidents AS (
 ),
 judged AS (
   SELECT m.*, o.incident_id AS open_id, o.pipeline_name AS open_pipeline, o.category AS open_category,
-         o.recommended_action AS open_action, x.ids AS open_ids,
+         o.recommended_action AS open_action, x.ids AS open_ids, x.paged_by AS open_paged_by, f.text AS failing_text,
          CASE WHEN x.ids IS NOT NULL THEN x.ids
               WHEN m.metric_name = 'errors_last_24h' AND m.metric_value > (SELECT n FROM errors_outside_incidents) THEN r.ids
               WHEN m.metric_name = 'failed_updates_last_24h' AND m.metric_value > 0 THEN r.ids END AS explained_by
   FROM metrics m CROSS JOIN open_incident o CROSS JOIN recently_closed r
+  CROSS JOIN failing_elsewhere f
   LEFT JOIN open_explaining x ON x.metric_name = m.metric_name
 )
 SELECT
@@ -262,9 +282,10 @@ SELECT
                THEN concat('incident ', open_id, ' of ', coalesce(open_pipeline, 'an unnamed pipeline'), ' (', open_category, '): ',
                            coalesce(open_action, 'see run_insights'),
                            CASE WHEN metric_value > 1 THEN concat(' (', CAST(CAST(metric_value AS BIGINT) AS STRING), ' incidents open)') ELSE '' END)
+             WHEN metric_name = 'pipelines_failing' AND failing_text IS NOT NULL THEN concat('failing: ', failing_text)
              WHEN explained_by IS NULL THEN reason
              WHEN open_ids IS NOT NULL THEN concat('explained by open incident ', explained_by,
-                                                  ', which lakewatch_incident pages for')
+                                                  ', which ', open_paged_by, ' pages for')
              ELSE concat('the failed updates of closed incident(s) ', explained_by, ' left out') END) AS STRING) AS alert_reason,
   explained_by
 FROM judged;

@@ -24,6 +24,7 @@ JOIN (
   SELECT update_id, update_date, start_time,
          coalesce(end_time, lead(start_time) OVER (PARTITION BY pipeline_id ORDER BY start_time)) AS window_end
   FROM update_status
+  WHERE event_log = '${lakewatch.event_log}'  -- the landing files are the ingest pipeline's
 ) u
   ON f.first_commit_time >= u.start_time AND (u.window_end IS NULL OR f.first_commit_time <= u.window_end)
 WHERE f.latency_status = 'measured'

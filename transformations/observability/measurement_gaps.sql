@@ -31,7 +31,7 @@ uncommitted AS (
   SELECT u.update_id, count(*) AS n
   FROM file_latency f
   JOIN update_status u
-    ON f.first_ingested_at >= u.start_time AND (u.end_time IS NULL OR f.first_ingested_at <= u.end_time)
+    ON u.event_log = '${lakewatch.event_log}' AND f.first_ingested_at >= u.start_time AND (u.end_time IS NULL OR f.first_ingested_at <= u.end_time)
   WHERE f.latency_status = 'no_commit_time'
   GROUP BY u.update_id
 )

@@ -54,13 +54,14 @@ per_update AS (
   FROM events e JOIN ended d ON e.update_id = d.update_id
   GROUP BY e.update_id
 ),
--- the whole exception chain of each update's first error, from the event log (`events` keeps only its
--- outermost and innermost exception); none when the live log no longer holds the event
+-- the whole exception chain of each update's first error, from the observed event logs (the view
+-- event_log_errors; `events` keeps only its outermost and innermost exception); none when the live log
+-- no longer holds the event
 first_error_chains AS (
   SELECT l.id AS event_id,
          max_by(transform(l.error.exceptions, x -> named_struct('class_name', x.class_name, 'message', x.message)),
                 l.`timestamp`) AS exceptions
-  FROM ${lakewatch.event_log} l
+  FROM event_log_errors l
   WHERE l.error IS NOT NULL AND l.id IN (SELECT first_error_event FROM per_update)
   GROUP BY l.id
 ),

@@ -53,6 +53,11 @@ def observed_event_logs() -> DataFrame:
     return spark.sql(QUERIES["observed_event_logs"])  # noqa: F821
 
 
+@dp.temporary_view(comment="Id, error and time of every error event of the event logs read, for run_insights")
+def event_log_errors() -> DataFrame:
+    return spark.sql(QUERIES["event_log_errors"])  # noqa: F821
+
+
 @dp.temporary_view(comment="The run-insight rules of pipelines/insights.py, first match first (run_insights)")
 def insight_rules() -> DataFrame:
     return spark.sql(QUERIES["insight_rules"])  # noqa: F821

@@ -40,7 +40,8 @@ WITH runs AS (
     update_id,
     max(pipeline_id) AS pipeline_id,
     max(pipeline_name) AS pipeline_name,
-    max(event_log) AS event_log,
+    -- events parsed before `events` had the column are the ingest pipeline's (it read no other log)
+    max(coalesce(event_log, '${lakewatch.event_log}')) AS event_log,
     max(cause) AS cause,
     bool_or(full_refresh) AS full_refresh_all,
     max_by(full_refresh_selection, struct(event_time, seq)) FILTER (WHERE event_type = 'create_update') AS selection,

@@ -15,8 +15,8 @@ SOURCE = spark.conf.get("orders_daily.source_table")  # noqa: F821 (`spark` is p
 
 
 @dp.materialized_view(comment="Orders per day and currency: count and amount")
-@dp.expect("has_orders", "order_count > 0")
-@dp.expect("known_currency", "currency IS NOT NULL")
+@dp.expect("known_currency", "currency IN ('EUR', 'USD', 'GBP')")
+@dp.expect("non_negative_amount", "amount >= 0")
 def orders_daily() -> DataFrame:
     return (
         spark.read.table(SOURCE)  # noqa: F821
