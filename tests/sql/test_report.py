@@ -9,7 +9,7 @@ import pytest
 from pipelines.report import MIN_HISTORY, REPORT_SQL, UpdateLine, render
 from tests.eventlog_builders import Update, completed_update, observability_views, today_at
 
-NEEDED = ["update_status", "flow_throughput", "expectation_results", "backlog", "run_insights", "anomalies"]
+NEEDED = ["update_status", "flow_throughput", "expectation_results", "backlog", "run_insights", "anomalies", "pipelines_status"]
 GZIP = (("org.apache.spark.SparkException", "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file o.json.gz"),
         ("java.io.EOFException", "Unexpected end of input stream"))
 
