@@ -354,9 +354,14 @@ def load_bundle(
             if not isinstance(included, dict):
                 raise BundleError("BUNDLE_INVALID", {"where": str(path), "reason": "the file must be a mapping"})
             _merge_resources(resources, included.get("resources") or {}, path, files)
-            for section in ("variables", "targets"):
-                if included.get(section):
-                    data.setdefault(section, {}).update(included[section])
+            if included.get("variables"):
+                data.setdefault("variables", {}).update(included["variables"])
+            # A target an included file declares too is merged into the main file's, as the CLI
+            # merges configuration (a dev-only resource in its own file keeps dev's mode and variables).
+            declared = data.setdefault("targets", {}) if included.get("targets") else {}
+            for target_name, settings in (included.get("targets") or {}).items():
+                declared[target_name] = (_merge_override(declared[target_name], settings or {})
+                                         if declared.get(target_name) else settings)
     data["resources"] = resources
     targets = data.get("targets") or {}
     if target is None:

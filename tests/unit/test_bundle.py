@@ -151,3 +151,22 @@ def test_project_local_bundle_resolves_without_workspace_inputs(project_root, tm
     assert bundle.variable("warehouse_id") == "local"
     for key in bundle.resources("pipelines"):
         assert bundle.pipeline(key).configuration["spark.sql.session.timeZone"] == "UTC"
+
+
+def test_a_target_in_an_included_file_is_merged_into_the_main_file_s(tmp_path, monkeypatch):
+    """A dev-only resource in a file of its own: dev keeps its default, its variables and the
+    resources of every target, and gains the pipeline; prod does not (the CLI merges included targets)."""
+    monkeypatch.setattr("pipelines.bundle._local_user", lambda: "ana")
+    root = make(tmp_path)
+    (root / "resources" / "example.pipeline.yml").write_text(textwrap.dedent("""
+        targets:
+          dev:
+            resources:
+              pipelines:
+                example: {name: example, catalog: "${var.catalog}", schema: "${var.schema}"}
+        """))
+    dev = load_bundle(root)
+    assert dev.target == "dev" and dev.pipeline("ingest").schema == "dev_ana"
+    assert dev.pipeline("example").schema == "dev_ana"
+    prod = load_bundle(root, target="prod")
+    assert "example" not in prod.resources("pipelines") and prod.pipeline("ingest").schema == "prod"
