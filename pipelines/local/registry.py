@@ -137,7 +137,8 @@ class RecordingRegistry(SparkConnectGraphElementRegistry):
             # counted by the engine as lakewatch's own datasets' expectations are.
             output = self.outputs.get(flow.target)
             streaming = output is None or output.dataset_type == "STREAMING_TABLE"
-            flow = dataclasses.replace(flow, func=engine_for(self._spark).query(flow.target, flow.name, rules, streaming)(flow.func))
+            enforced = engine_for(self._spark).query(flow.target, flow.name, rules, streaming)(flow.func)
+            flow = dataclasses.replace(flow, func=enforced)
         # Same steps as SparkConnectGraphElementRegistry.register_flow, keeping the plan.
         with add_pipeline_analysis_context(
             spark=self._spark, dataflow_graph_id=self._dataflow_graph_id, flow_name=flow.name

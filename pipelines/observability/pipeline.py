@@ -1,7 +1,8 @@
 """What the observability pipeline's SQL definition files read that differs per engine or per
 deployment, as queries for the pipeline-private views that its Python definition file
-(transformations/observability/sources.py) declares, and the second flow of `events` (the event log's
-history).
+(transformations/observability/sources.py) declares, and the other flows of `events`: one per other
+observed pipeline's event log (`lakewatch.observed_event_logs`), and one from the ingest event log's
+history.
 
 The sources differ per engine only in where file state comes from (`cloud_files_state()` on
 Databricks, the local runner's file-state table locally), which the adapter provides.
@@ -9,13 +10,12 @@ Databricks, the local runner's file-state table locally), which the adapter prov
 
 from __future__ import annotations
 
-from typing import Any
-
-from pipelines import insights
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any, Sequence
 
+from pipelines import insights
 from pipelines.adapter import (
     CATALOG_KEY,
     EVENT_LOG_HISTORY_KEY,
@@ -80,8 +80,9 @@ def table_sizes_source(spark: Any) -> str:
     return table_or_empty(spark, name, empty_sizes_sql()) if name else empty_sizes_sql()
 
 
-def source_queries(spark: Any) -> dict[str, str]:
-    """The query of each view the observability SQL reads (`catalog.SOURCE_VIEWS`, and `clock`)."""
+def source_queries(spark: Any, observed: Sequence[ObservedEventLog]) -> dict[str, str]:
+    """The query of each view the observability SQL reads (`catalog.SOURCE_VIEWS`, and `clock`);
+    `observed` is `observed_event_logs(spark)`, looked up once per registration."""
     catalog, schema = spark.conf.get(CATALOG_KEY), spark.conf.get(SCHEMA_KEY)
     tables = tables_config(spark).tables
     bronze = [(t.name, f"{catalog}.{schema}.{t.bronze_name}", t.column_names) for t in tables]
@@ -93,8 +94,8 @@ def source_queries(spark: Any) -> dict[str, str]:
         "ingest_tables": "SELECT * FROM " + ingest_tables_sql(tables),
         "clock": f"SELECT {CLOCK} AS now",
         "insight_rules": insights.rules_sql(),
-        "observed_event_logs": observed_event_logs_sql(spark),
-        "event_log_errors": event_log_errors_sql(spark),
+        "observed_event_logs": observed_event_logs_sql(spark, observed),
+        "event_log_errors": event_log_errors_sql(spark, observed),
     }
 
 
@@ -191,7 +192,7 @@ def observed_event_logs(spark: Any) -> list[ObservedEventLog]:
     return logs
 
 
-def observed_event_logs_sql(spark: Any) -> str:
+def observed_event_logs_sql(spark: Any, observed: Sequence[ObservedEventLog]) -> str:
     """The view `observed_event_logs`: one row per event log the pipeline reads (the ingest pipeline's
     first), whether it follows lakewatch's Auto Loader pattern (the ingest pipeline) and, for a log
     not read in this refresh, why."""
@@ -200,13 +201,13 @@ def observed_event_logs_sql(spark: Any) -> str:
              + ("CAST(NULL AS STRING))" if log.exists
                 else "'the event log table was not found: the pipeline has not run yet, its event log is not published "
                      "(its event_log setting), or this pipeline cannot see it (grant it SELECT)')")
-             for log in observed_event_logs(spark)]
+             for log in observed]
     return ("SELECT * FROM VALUES " + ", ".join(rows)
             + " AS observed(event_log, follows_lakewatch_pattern, not_read_reason)")
 
 
-def event_log_errors_sql(spark: Any) -> str:
+def event_log_errors_sql(spark: Any, observed: Sequence[ObservedEventLog]) -> str:
     """The view `event_log_errors`: id, error and time of every error event of the event logs read
     (the ingest pipeline's and each observed one that exists), for run_insights' exception chains."""
-    logs = [spark.conf.get(EVENT_LOG_KEY)] + [log.table for log in observed_event_logs(spark) if log.exists]
+    logs = [spark.conf.get(EVENT_LOG_KEY)] + [log.table for log in observed if log.exists]
     return " UNION ALL ".join(f"SELECT id, error, `timestamp` FROM {log} WHERE error IS NOT NULL" for log in logs)

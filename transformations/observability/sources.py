@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame
 from pipelines.observability import catalog
 from pipelines.observability import pipeline as sources
 
-QUERIES = sources.source_queries(spark)  # noqa: F821 (`spark` is provided by the pipeline runtime)
+OBSERVED = sources.observed_event_logs(spark)  # noqa: F821 (`spark` is provided by the pipeline runtime)
+QUERIES = sources.source_queries(spark, OBSERVED)  # noqa: F821
 
 
 @dp.temporary_view(comment="One row per landing file: Databricks' cloud_files_state() of every bronze table, "
@@ -69,7 +70,7 @@ def _observed_flow(log: sources.ObservedEventLog) -> None:
         return sources.streaming_query(spark, catalog.by_name("events"), {"event_log": log.table})  # noqa: F821
 
 
-for _log in sources.observed_event_logs(spark):  # noqa: F821
+for _log in OBSERVED:
     if _log.exists:
         _observed_flow(_log)
 
