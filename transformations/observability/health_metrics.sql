@@ -51,10 +51,7 @@ WITH ingest_updates AS (
 ),
 open_scoped AS (
   -- the open incidents, each marked as the ingest pipeline's or another observed pipeline's
-  SELECT i.*, coalesce(p.ingest, false) AS ingest
-  FROM incidents i
-  LEFT JOIN (SELECT DISTINCT pipeline_id, true AS ingest FROM ingest_updates) p ON p.pipeline_id <=> i.pipeline_id
-  WHERE i.status = 'OPEN'
+  SELECT *, event_log <=> '${lakewatch.event_log}' AS ingest FROM incidents WHERE status = 'OPEN'
 ),
 last_update AS (
   SELECT * FROM ingest_updates WHERE final_state IN ('COMPLETED', 'FAILED', 'CANCELED') ORDER BY start_time DESC LIMIT 1
