@@ -55,8 +55,12 @@ RECORD_HASH = "_record_hash"
 # Columns of a table's rejected rows (`{table}_rejected`) beside the clean table's.
 FAILED_EXPECTATIONS = "_failed_expectations"
 REJECTED_AT = "_rejected_at"
+# Columns of a table's replay queue (`{table}_replay`) beside its rejected rows' (pipelines/replay.py).
+REPLAY_KEY = "_replay_key"
+REPLAY_ID = "_replay_id"
+QUEUED_AT = "_queued_at"
 RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME, INGESTED_AT, RECORD_HASH,
-                    FAILED_EXPECTATIONS, REJECTED_AT)
+                    FAILED_EXPECTATIONS, REJECTED_AT, REPLAY_KEY, REPLAY_ID, QUEUED_AT)
 
 CORRUPT_RECORDS_SINK = "corrupt_records_sink"
 
@@ -117,6 +121,17 @@ class TableSpec:
     def rejected_name(self) -> str:
         """The streaming table of the rows the table's `drop` expectations remove."""
         return f"{self.name}_rejected"
+
+    @property
+    def replay_name(self) -> str:
+        """The Delta table of rejected rows queued to go through the clean table again (`lakewatch
+        replay`): a plain table the pipeline reads, not one of its datasets."""
+        return f"{self.name}_replay"
+
+    @property
+    def replay_flow_name(self) -> str:
+        """The append flow that sends the queued rows into the clean table."""
+        return f"{self.name}_replayed"
 
     @property
     def drop_expectations(self) -> tuple[Expectation, ...]:
@@ -352,7 +367,8 @@ def parse_tables(path: str, data: Any) -> TablesConfig:
             raise ConfigError(
                 "CONFIG_RESERVED_TABLE_NAME", {"name": t.name, "reason": "it is the quarantine sink's name"}
             )
-        for d in dict.fromkeys((*t.dataset_names(), t.rejected_name)):  # its rejected rows' name, drop rule or not
+        # its rejected rows' and replay queue's names and its replay flow's, drop rule or not
+        for d in dict.fromkeys((*t.dataset_names(), t.rejected_name, t.replay_name, t.replay_flow_name)):
             if d in datasets:
                 if datasets[d] == t.name:
                     raise ConfigError("CONFIG_DUPLICATE_TABLE", {"name": t.name, "path": path})

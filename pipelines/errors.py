@@ -63,9 +63,8 @@ ERROR_CLASSES: dict[str, str] = {
     "BUNDLE_INVALID": "{where}: {reason}",
     # local engine
     "FULL_REFRESH_INCOMPLETE": (
-        "The full refresh of '{bronze}' in pipeline '{pipeline}' leaves out {missing}, which read it as "
-        "a stream and cannot follow a table that is reset: select them too (--full-refresh {selection}), "
-        "or reset everything with --full-refresh-all."
+        "The full refresh of '{table}' in pipeline '{pipeline}' leaves out {missing}, {why}: select them "
+        "too (--full-refresh {selection}), or reset everything with --full-refresh-all."
     ),
     "LANDING_FOLDER_NOT_FOUND": (
         "The ingest pipeline '{pipeline}' reads landing folders that do not exist: {missing}. Create "

@@ -1,4 +1,5 @@
-"""`lakewatch add-table` and `drift`: your own files into conf/tables.yml (pipelines/own_data.py)."""
+"""`lakewatch add-table` and `drift`: your own files into conf/tables.yml (pipelines/own_data.py);
+`replay`: a table's rejected rows through its clean table again after a fix (pipelines/replay.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli import flags
 from pipelines.cli.output import json_result, note, result
-from pipelines.console import EXIT_OK
+from pipelines.console import EXIT_OK, exit_code
+from pipelines.errors import LakewatchError
 
 if TYPE_CHECKING:
     from pipelines.local.project import LocalProject
@@ -33,6 +35,74 @@ def cmd_drift(args: argparse.Namespace, project: LocalProject) -> int:
     if as_json:
         json_result(documents)
     return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace, project: LocalProject) -> int:
+    """Queues the table's rejected rows that meet today's expectations (`replay.queue`), then runs an
+    ingest update, whose flow `{table}_replayed` sends them into the clean table."""
+    import uuid
+
+    from pipelines import adapter, console, replay
+    from pipelines.cli.updates import UpdatePrinter, configuration
+    from pipelines.config import load_tables
+    from pipelines.local.preflight import check_update
+    from pipelines.local.project import INGEST_PIPELINE
+    from pipelines.local.update.types import UpdateRequest
+    from pipelines.progress import Counter
+
+    settings = configuration(args.set)
+    tables = load_tables({**project.pipeline_configuration(), **dict(settings)}[adapter.TABLES_CONFIG_KEY])
+    spec = next((t for t in tables.tables if t.name == args.table), None)
+    if spec is None:
+        raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": f"no table '{args.table}' in {tables.path} "
+                                                                f"(tables: {', '.join(t.name for t in tables.tables)})"})
+    replay_id = str(uuid.uuid4())
+    if args.sql:
+        result(f"-- Replay of {spec.name}'s rejected rows (replay {replay_id}); run in the ingest pipeline's catalog and")
+        result("-- schema: the pipeline's next update sends the queued rows into the clean table.")
+        for statement in replay.queue_statements(spec, replay_id, args.expectation):
+            result(statement + ";")
+        return EXIT_OK
+    check_update(project, INGEST_PIPELINE, settings)
+    project.lock_runs(f"lakewatch replay {spec.name}")
+    project.use_schema()
+    spark = project.spark
+    if not spark.catalog.tableExists(spec.rejected_name):
+        raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": (
+            f"table '{spec.name}' has no rejected rows to replay: {spec.rejected_name} does not exist (the table "
+            "has no drop expectation, or no ingest update has run since it got one)")})
+    if args.expectation is not None:
+        failed = replay.failed_expectation_names(spark, spec)
+        if args.expectation not in failed:
+            raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": (
+                f"no row of {spec.rejected_name} failed '{args.expectation}' (its rows failed: "
+                f"{', '.join(failed) or 'none: the table is empty'})")})
+    queued = replay.queue(spark, spec, replay_id, args.expectation)
+    which = f"failed {queued.expectation}" if queued.expectation else "are rejected"
+    note(f"{spec.name}: {queued.selected} row(s) of {spec.rejected_name} {which}; {queued.passing} meet today's "
+         f"expectations: {queued.queued} queued in {spec.replay_name} (replay {replay_id}), {queued.queued_before} "
+         f"queued by an earlier replay; {queued.still_failing} still fail and stay in {spec.rejected_name}")
+    note(f"landing root: {project.landing_root()}")
+    with Counter("flows finished") as counter:
+        project.print = UpdatePrinter(counter)
+        update = project.runner().run_update(UpdateRequest(pipeline=INGEST_PIPELINE, configuration=settings))
+    flow = next((f for f in update.flows.values() if f.short_name == spec.replay_flow_name), None)
+    replayed = flow.rows_written if flow is not None else None
+    if args.output == "json":
+        json_result({"table": spec.name, "expectation": queued.expectation, "replay_id": replay_id,
+                     "queue": spec.replay_name, "selected": queued.selected, "passing": queued.passing,
+                     "queued": queued.queued, "queued_before": queued.queued_before,
+                     "still_failing": queued.still_failing, "replayed_rows": replayed,
+                     "update": console.update_document(update)})
+    else:
+        for line in console.summarize(update):
+            result(line)
+        if flow is not None:
+            result(f"{spec.replay_flow_name} {flow.status}: "
+                   f"{'an unknown number of' if replayed is None else replayed} row(s) into {spec.clean_name}")
+    if not update.ok:
+        note(console.failure_paragraph(update))
+    return exit_code(update)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -62,3 +132,22 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="add these new fields (all new ones when none is named) to the table's schema in conf/tables.yml")
     flags.add_output(drift)
     drift.set_defaults(handler=cmd_drift)
+
+    rep = flags.add_verb(
+        sub, common, "replay",
+        help="send a table's rejected rows through its clean table again after a fix, each row once",
+        description="Queues the rows of TABLE_rejected (those that failed --expectation, or all) that meet the "
+                    "table's drop and fail expectations as they are now in TABLE_replay, each row once, then runs "
+                    "an ingest update whose flow TABLE_replayed sends them into the clean table. Rows that still "
+                    "fail stay rejected.",
+        examples=["lakewatch replay orders --expectation has_order_id", "lakewatch replay orders -o json",
+                  "lakewatch replay orders --sql"])
+    rep.add_argument("table", help="the table whose rejected rows to replay")
+    rep.add_argument("--expectation", metavar="NAME", default=None,
+                     help="only the rows that failed this expectation (default: every rejected row)")
+    rep.add_argument("--sql", action="store_true",
+                     help="print the SQL that queues the rows (for a Databricks SQL warehouse) and run nothing")
+    rep.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="extra pipeline configuration of the update (repeatable), as for `lakewatch run`")
+    flags.add_output(rep)
+    rep.set_defaults(handler=cmd_replay)

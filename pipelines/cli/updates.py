@@ -135,7 +135,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="One update of a bundle pipeline on the local engine. Its progress goes to stderr; "
                     "the result (one line per flow, or -o json) to stdout.",
         examples=["lakewatch run", "lakewatch run --full-refresh-all",
-                  "lakewatch run --full-refresh orders_bronze,orders", "lakewatch run --refresh orders_bronze",
+                  "lakewatch run --full-refresh orders_bronze,orders,orders_rejected", "lakewatch run --refresh orders_bronze",
                   "lakewatch run lakewatch_observability -o json", "lakewatch run -t dev --var landing_root=/data"])
     run.add_argument("pipeline", nargs="?", default="lakewatch_ingest",
                      help="pipeline resource key (default lakewatch_ingest)")

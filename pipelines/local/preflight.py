@@ -28,6 +28,9 @@ from pipelines.landing import local_path, prepares, preparing_tasks
 
 __all__ = ["check_job", "check_update", "local_path"]
 
+FOLLOW_BRONZE = "which read it as a stream and cannot follow a table that is reset"
+SPLIT_WITH_CLEAN = ("its rejected rows, which split bronze's rows with it (a replayed row would otherwise "
+                    "reach the clean table twice)")
 RUN_HINT = ", run the bundle's job (`lakewatch job`), whose prepare_landing task creates them as it does on Databricks,"
 
 
@@ -70,13 +73,21 @@ def check_update(project: Any, pipeline_key: str, configuration: Iterable[tuple[
 def check_full_refresh_selection(pipeline: str, tables: Any, selection: Iterable[str]) -> None:
     """A full refresh that resets a bronze table resets every streaming table that reads it too (the
     clean table, the rejected rows): their streams cannot follow a table that was truncated and written
-    again, so the update would fail in their flows after bronze was already rewritten."""
+    again, so the update would fail in their flows after bronze was already rewritten. One that resets
+    a clean table resets its rejected rows too: the two split bronze's rows between them, and a replay
+    (pipelines/replay.py) sends a queued row only while it is still a rejected row, so that the clean
+    table, which evaluates every bronze row again, does not receive it twice."""
     chosen = {name.replace("`", "").split(".")[-1].lower() for name in selection}  # as the runner resolves them
     for table in tables.tables:
-        needed = table.streaming_tables()
-        if table.bronze_name in chosen and not set(needed) <= chosen:
+        if table.bronze_name in chosen:
+            needed, reset, why = table.streaming_tables(), table.bronze_name, FOLLOW_BRONZE
+        elif table.clean_name in chosen:
+            needed, reset, why = table.streaming_tables()[1:], table.clean_name, SPLIT_WITH_CLEAN
+        else:
+            continue
+        if not set(needed) <= chosen:
             raise LakewatchError("FULL_REFRESH_INCOMPLETE", {
-                "pipeline": pipeline, "bronze": table.bronze_name,
+                "pipeline": pipeline, "table": reset, "why": why,
                 "missing": ", ".join(n for n in needed if n not in chosen),
                 "selection": ",".join([*selection, *(n for n in needed if n not in chosen)])})
 

@@ -165,8 +165,17 @@ def test_a_full_refresh_naming_every_streaming_table_of_a_bronze_table_passes_in
     tables = load_tables(project_root / "conf" / "tables.yml")
     for selection in (["orders_bronze", "orders", "orders_rejected"],
                       ["`lakewatch`.`orders_bronze`", "spark_catalog.lakewatch.ORDERS", "lakewatch.orders_rejected"],
-                      ["orders", "orders_rejected"], ["customers"]):  # no bronze reset: nothing to follow
+                      ["orders", "orders_rejected"], ["customers_rejected"]):  # no bronze reset: nothing to follow
         check_full_refresh_selection("lakewatch_ingest", tables, selection)
+
+
+def test_a_full_refresh_of_a_clean_table_without_its_rejected_rows_is_refused(capsys, bundle_copy):
+    """The clean table and its rejected rows split bronze's rows: resetting the clean table alone would
+    let a replay send a row the clean table takes from bronze again."""
+    bundle_copy.landing("orders", "customers", "payments")
+    err = refused(capsys, bundle_copy, "run", "--full-refresh", "customers")
+    assert "[FULL_REFRESH_INCOMPLETE] The full refresh of 'customers' in pipeline 'lakewatch_ingest' leaves out customers_rejected, its rejected rows" in err
+    assert "(--full-refresh customers,customers_rejected)" in err
 
 
 def test_the_job_is_not_refused_for_landing_folders_its_first_task_creates(bundle_copy):

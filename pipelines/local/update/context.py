@@ -20,7 +20,7 @@ from pipelines.local import inflight, jvm_log, measure
 from pipelines.local.registry import RecordingRegistry
 from pipelines.local.sdp_events import short_name
 from pipelines.local.update.state import SharedState
-from pipelines.local.update.types import Timings, UpdateHost, UpdateRequest, now
+from pipelines.local.update.types import FlowResult, Timings, UpdateHost, UpdateRequest, now
 
 
 class UpdateContext:
@@ -131,6 +131,12 @@ class UpdateContext:
         if not is_sink and target is not None and short_name(target) == flow_short:
             return self.qualified(flow_short)
         return flow_short
+
+    def flow_result(self, flow_short: str) -> FlowResult | None:
+        """The flow's state as SDP's events left it. SDP names an append flow into a table qualified in
+        its events, though the flow keeps its short name everywhere else (`sdp_flow_name`)."""
+        status = self.state.flow_status
+        return status.get(self.sdp_flow_name(flow_short)) or status.get(self.qualified(flow_short))
 
     def flow_origin(self, flow_short: str, batch_id: int | None = None) -> events.Origin:
         record = self.flow_records.get(flow_short)

@@ -152,11 +152,10 @@ class Measurements:
         if self.collector is None:  # the pipeline never started (registration failed): no flow ran
             return
         ctx = self.ctx
-        flow_status = ctx.state.flow_status
         completed = [flow for flow in ctx.graph.measured_flows
-                     if getattr(flow_status.get(ctx.sdp_flow_name(flow)), "status", None) == "COMPLETED"]
+                     if getattr(ctx.flow_result(flow), "status", None) == "COMPLETED"]
         for flow, rows in metrics.streaming_rows(self.collector.snapshot(), self.cut, completed).items():
-            result = flow_status.get(ctx.sdp_flow_name(flow))
+            result = ctx.flow_result(flow)
             if result is not None:
                 result.rows_written = rows
 
@@ -197,13 +196,13 @@ class Measurements:
         if self.collector is None:  # the pipeline never started (registration failed): no flow ran
             return
         ctx = self.ctx
-        flow_status = ctx.state.flow_status
         completed = {flow for flow in ctx.graph.measured_flows if ctx.checkpoint(flow) is not None
-                     and getattr(flow_status.get(ctx.sdp_flow_name(flow)), "status", None) == "COMPLETED"}
+                     and getattr(ctx.flow_result(flow), "status", None) == "COMPLETED"}
         completed -= set(self.cut)  # a batch of theirs reached the table (add_cut_batches)
         for flow in metrics.idle_flows(completed, self.collector.snapshot(),
                                        self.committed_now() - self.committed_before):
-            result = flow_status[ctx.sdp_flow_name(flow)]
+            result = ctx.flow_result(flow)
+            assert result is not None  # completed above
             ctx.add(events.flow_metrics(ctx.flow_origin(flow), result.ended_at or now(),
                                         num_output_rows=0, num_output_bytes=0))
 
