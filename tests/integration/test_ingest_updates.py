@@ -2,7 +2,10 @@
 
 Scenario, one local home: batch 1 -> update 1; batch 2 -> update 2; batch 3 with an incomplete
 gzip upload of orders -> update 3 fails; the file is re-delivered -> update 4, a full refresh;
-new orders arrive and update 5 runs with a `fail` expectation that some of them violate.
+new orders arrive and update 5 runs with a `fail` expectation that some of them violate. Then a
+`drop` rule on the amount that turns out too strict: update 6 resets orders and its rejected rows
+under it; its fix is replayed (`lakewatch replay`, update 7), replayed again (update 8), and update 9
+resets orders and its rejected rows under the fixed rule.
 The generator's manifest and the landing files themselves are the truth the tables are checked against.
 """
 
@@ -38,6 +41,9 @@ class Scenario:
     manifest_after: dict[int, dict] = field(default_factory=dict)
     sink_after: dict[int, Counter] = field(default_factory=dict)
     events_after: dict[int, dict[str, tuple]] = field(default_factory=dict)
+    clean_after_5: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (rows, rows without its key)
+    replays: list[dict] = field(default_factory=list)  # `replay -o json` of updates 7 and 8
+    orders_after: dict[int, Counter] = field(default_factory=dict)  # update -> the clean table's rows
 
 
 def bronze_rows_per_file(tables: LocalTables, table: str) -> Counter:
@@ -99,7 +105,40 @@ def scenario(spark, tmp_path_factory) -> Scenario:
     (home / "strict_tables.yml").write_text(strict)
     arrive(60, only=["orders"])  # new orders reach the clean table's flow; about a fifth have an amount of 400 or more
     update("--set", f"lakewatch.tables_config={home / 'strict_tables.yml'}", expect=1)
+    s.clean_after_5 = {t: (s.tables.table(t).count(), s.tables.table(t).where(f"{c} IS NULL").count())
+                       for t, c in TABLES.items()}
+
+    limited = (PROJECT_ROOT / "conf" / "tables.yml").read_text().replace(
+        "      - name: non_negative_amount\n        condition: amount >= 0\n        action: warn",
+        f"      - name: {LIMIT_RULE}\n        condition: amount < {LIMIT}\n        action: drop",
+    )
+    assert LIMIT_RULE in limited
+    (home / "limited_tables.yml").write_text(limited)
+    (home / "fixed_tables.yml").write_text(limited.replace(f"amount < {LIMIT}", f"amount < {FIXED_LIMIT}"))
+    limited_conf, fixed_conf = (f"lakewatch.tables_config={home / name}" for name in ("limited_tables.yml", "fixed_tables.yml"))
+
+    def replay(*args: str) -> None:
+        result = cli.run("replay", "orders", *args, "-o", "json")
+        document = json.loads(result.stdout)
+        s.replays.append(document)
+        s.updates.append((document["update"]["update_id"], document["update"]["state"]))
+        s.exit_codes.append(result.returncode)
+        s.orders_after[len(s.updates)] = clean_orders(s.tables)
+
+    update("--full-refresh", "orders,orders_rejected", "--set", limited_conf)
+    s.orders_after[6] = clean_orders(s.tables)
+    replay("--expectation", LIMIT_RULE, "--set", fixed_conf)
+    replay("--expectation", LIMIT_RULE, "--set", fixed_conf)
+    update("--full-refresh", "orders,orders_rejected", "--set", fixed_conf)
+    s.orders_after[9] = clean_orders(s.tables)
     return s
+
+
+LIMIT_RULE, LIMIT, FIXED_LIMIT = "amount_within_limit", 300, 450  # the generator's amounts run from 1 to 500
+
+
+def clean_orders(tables: LocalTables) -> Counter:
+    return Counter(tuple(r) for r in tables.table("orders").select("_source_file", "order_id", "amount").collect())
 
 
 def files_of(manifest: dict, table: str, batch: int | None = None) -> dict[str, dict]:
@@ -112,8 +151,9 @@ def event_log(s: Scenario):
 
 
 def test_update_states_and_exit_codes(scenario):
-    assert [state for _, state in scenario.updates] == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED", "FAILED"]
-    assert scenario.exit_codes == [0, 0, 1, 0, 1]
+    assert [state for _, state in scenario.updates] == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED", "FAILED",
+                                                         *["COMPLETED"] * 4]
+    assert scenario.exit_codes == [0, 0, 1, 0, 1, 0, 0, 0, 0]
 
 
 @pytest.mark.parametrize("table", TABLES)
@@ -152,8 +192,8 @@ def test_bytes_written_are_the_sizes_of_the_files_each_update_added(scenario, da
         if any(a.get("commitInfo", {}).get("operation") == "STREAMING UPDATE" for a in actions):
             added += sum(a["add"]["size"] for a in actions if "add" in a)
     reported = (
-        event_log(scenario)
-        .where(f"origin.flow_name LIKE '%.{dataset}' AND level = 'METRICS'")
+        event_log(scenario)  # the clean table's own flow, and the replay flow into it
+        .where(f"(origin.flow_name LIKE '%.{dataset}' OR origin.flow_name = '{dataset}_replayed') AND level = 'METRICS'")
         .selectExpr("sum(cast(get_json_object(details, '$.flow_progress.metrics.num_output_bytes') AS BIGINT)) AS n")
         .collect()[0]["n"]
     )
@@ -183,10 +223,8 @@ def test_clean_table_holds_exactly_the_non_corrupt_rows_that_pass_drop_rules(sce
     lines = sum(sum(f["lines"].values()) for f in files.values())
     malformed = sum(f["lines"]["malformed"] for f in files.values())
     nulled = sum(f["nulled_columns"].get(drop_column, 0) for f in files.values())
-    clean = scenario.tables.table(table)
-    assert clean.count() == lines - malformed - nulled
-    assert "_corrupt_record" not in clean.columns
-    assert clean.where(f"{drop_column} IS NULL").count() == 0
+    assert scenario.clean_after_5[table] == (lines - malformed - nulled, 0)
+    assert "_corrupt_record" not in scenario.tables.table(table).columns
 
 
 def corrupt_on_disk(manifest: dict, batches: set[int] | None = None) -> Counter:
@@ -314,7 +352,7 @@ def test_a_clean_table_whose_flow_fails_keeps_its_previous_contents(scenario):
     lines = sum(sum(f["lines"].values()) for f in files.values())
     malformed = sum(f["lines"]["malformed"] for f in files.values())
     nulled = sum(f["nulled_columns"].get("order_id", 0) for f in files.values())
-    assert scenario.tables.table("orders").count() == lines - malformed - nulled
+    assert scenario.clean_after_5["orders"][0] == lines - malformed - nulled
 
 
 def tagged_commits(scenario: Scenario, dataset: str, update_id: str) -> list[str]:
@@ -358,3 +396,44 @@ def test_updates_of_an_existing_schema_log_no_metastore_error(scenario):
     text = "\n".join(p.read_text(errors="replace") for p in logs)
     assert "Materializing metadata" in text  # SDP's lines of the updates are in these logs
     assert "AlreadyExistsException" not in text
+
+
+def bronze_orders(scenario: Scenario) -> list:
+    """Every orders row bronze holds that is not corrupt (bronze is checked against the landing files above)."""
+    return scenario.tables.table("orders_bronze").where("_corrupt_record IS NULL").select(
+        "_source_file", "order_id", "amount").collect()
+
+
+def kept(rows: list, limit: float) -> Counter:
+    """The rows a clean table keeps under the drop rules has_order_id and `amount < limit` (NULL fails)."""
+    return Counter(tuple(r) for r in rows if r["order_id"] is not None and r["amount"] is not None and r["amount"] < limit)
+
+
+def test_a_replay_after_a_fix_leaves_the_clean_table_as_a_full_refresh_under_the_fix_would(scenario):
+    rows = bronze_orders(scenario)
+    assert scenario.orders_after[6] == kept(rows, LIMIT)  # the rule too strict
+    failed = [r for r in rows if r["amount"] is None or r["amount"] >= LIMIT]  # they failed the limit rule
+    passing = [r for r in failed if r["order_id"] is not None and r["amount"] is not None and r["amount"] < FIXED_LIMIT]
+    first, second = scenario.replays
+    assert (first["selected"], first["passing"], first["queued"], first["still_failing"]) == (
+        len(failed), len(passing), len(passing), len(failed) - len(passing))
+    assert len(passing) > 0 and len(failed) > len(passing)  # the scenario has both kinds of rows
+    assert first["replayed_rows"] == len(passing)
+    assert scenario.orders_after[7] == kept(rows, FIXED_LIMIT)  # each replayed row once, beside the rows kept
+    # Each row once: a second replay queues and sends nothing, and the full refresh under the fixed rule
+    # (which evaluates every bronze row again) leaves the clean table as the replay did.
+    assert (second["queued"], second["queued_before"], second["replayed_rows"]) == (0, len(passing), 0)
+    assert scenario.orders_after[8] == scenario.orders_after[9] == kept(rows, FIXED_LIMIT)
+
+
+def test_the_replay_flow_s_rows_are_in_the_event_log_of_its_update(scenario):
+    update_7 = scenario.updates[6][0]
+    written = event_log(scenario).where(
+        f"origin.update_id = '{update_7}' AND origin.flow_name = 'orders_replayed' AND level = 'METRICS'"
+    ).selectExpr("sum(cast(get_json_object(details, '$.flow_progress.metrics.num_output_rows') AS BIGINT)) AS n"
+                 ).collect()[0]["n"]
+    assert written == scenario.replays[0]["queued"]
+    definition = event_log(scenario).where(
+        f"origin.update_id = '{update_7}' AND event_type = 'flow_definition' AND origin.flow_name = 'orders_replayed'"
+    ).selectExpr("get_json_object(details, '$.flow_definition.output_dataset') AS target").collect()
+    assert [r["target"] for r in definition] == ["spark_catalog.lakewatch.orders"]
