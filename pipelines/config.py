@@ -55,12 +55,8 @@ RECORD_HASH = "_record_hash"
 # Columns of a table's rejected rows (`{table}_rejected`) beside the clean table's.
 FAILED_EXPECTATIONS = "_failed_expectations"
 REJECTED_AT = "_rejected_at"
-# Columns of a table's replay queue (`{table}_replay`) beside its rejected rows' (pipelines/replay.py).
-REPLAY_KEY = "_replay_key"
-REPLAY_ID = "_replay_id"
-QUEUED_AT = "_queued_at"
 RESERVED_COLUMNS = (RESCUED_DATA, CORRUPT_RECORD, SOURCE_FILE, SOURCE_FILE_MTIME, INGESTED_AT, RECORD_HASH,
-                    FAILED_EXPECTATIONS, REJECTED_AT, REPLAY_KEY, REPLAY_ID, QUEUED_AT)
+                    FAILED_EXPECTATIONS, REJECTED_AT)
 
 CORRUPT_RECORDS_SINK = "corrupt_records_sink"
 

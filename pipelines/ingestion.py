@@ -155,26 +155,26 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
         def rejected() -> DataFrame:
             return rejected_query(spark.readStream.table(table.bronze_name), table)
 
-    if replay_queue_exists(spark, table):
-        # No expectation decorators on an append flow (Databricks refuses them there): the replay's
-        # query applies today's drop and fail expectations itself, and a row that fails them stays in
-        # the rejected table, to be queued again after the next fix.
-        @dp.append_flow(target=table.clean_name, name=table.replay_flow_name)
-        @engine.query(table.clean_name, table.replay_flow_name, (), streaming=True)
-        def replayed() -> DataFrame:
-            # skipChangeCommits: a queue someone emptied with DELETE does not stop the flow.
-            queued = spark.readStream.option("skipChangeCommits", "true").table(table.replay_name)
-            return replay.replay_query(queued, spark.read.table(table.rejected_name), table, clean_columns(table))
+        if replay_queue_exists(spark, table):
+            # Rows queued by `lakewatch replay` met the expectations when they were queued; Databricks
+            # takes no expectation decorators on an append flow.
+            @dp.append_flow(target=table.clean_name, name=table.replay_flow_name)
+            @engine.query(table.clean_name, table.replay_flow_name, (), streaming=True)
+            def replayed() -> DataFrame:
+                # skipChangeCommits: rows deleted from the queue do not stop the flow (a key queued again
+                # after that is not one the clean table holds: replay.queue_statements).
+                queued = spark.readStream.option("skipChangeCommits", "true").table(table.replay_name)
+                return replay.replay_query(queued, spark.read.table(table.rejected_name), clean_columns(table))
 
 
 def replay_queue_exists(spark: SparkSession, table: TableSpec) -> bool:
     """Whether `lakewatch replay` has created the table's replay queue. When the catalog does not
-    answer, no: the queued rows then wait for the next update, where a flow reading a missing table
-    would fail this one."""
+    answer, the queue is read as named: an update that cannot read it fails and says so, rather than
+    leaving queued rows behind without a word."""
     try:
         return bool(spark.catalog.tableExists(table.replay_name))
-    except Exception:  # noqa: BLE001 (no answer: no replay flow in this update)
-        return False
+    except Exception:  # noqa: BLE001 (no answer is not a missing table)
+        return True
 
 
 def declare_ingestion(spark: SparkSession) -> None:

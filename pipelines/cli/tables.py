@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.cli import flags
 from pipelines.cli.output import json_result, note, result
-from pipelines.console import EXIT_OK, exit_code
+from pipelines.console import EXIT_FAILED, EXIT_OK, exit_code
 from pipelines.errors import LakewatchError
 
 if TYPE_CHECKING:
@@ -38,13 +38,14 @@ def cmd_drift(args: argparse.Namespace, project: LocalProject) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, project: LocalProject) -> int:
-    """Queues the table's rejected rows that meet today's expectations (`replay.queue`), then runs an
-    ingest update, whose flow `{table}_replayed` sends them into the clean table."""
+    """Queues the keys of the table's rejected rows that meet today's expectations (`replay.queue`),
+    then runs an ingest update, whose flow `{table}_replayed` sends their rows into the clean table."""
     import uuid
 
     from pipelines import adapter, console, replay
     from pipelines.cli.updates import UpdatePrinter, configuration
     from pipelines.config import load_tables
+    from pipelines.ingestion import clean_columns
     from pipelines.local.preflight import check_update
     from pipelines.local.project import INGEST_PIPELINE
     from pipelines.local.update.types import UpdateRequest
@@ -56,11 +57,22 @@ def cmd_replay(args: argparse.Namespace, project: LocalProject) -> int:
     if spec is None:
         raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": f"no table '{args.table}' in {tables.path} "
                                                                 f"(tables: {', '.join(t.name for t in tables.tables)})"})
-    replay_id = str(uuid.uuid4())
+    if not spec.drop_expectations:
+        raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": (
+            f"table '{spec.name}' has no drop expectation in {tables.path}, so the pipeline keeps no rejected rows "
+            f"for it: to replay the rows a rule removed before you take the rule out, relax its condition "
+            f"(`condition: true`), replay, then remove it")})
+    replay_id, columns = str(uuid.uuid4()), clean_columns(spec)
     if args.sql:
-        result(f"-- Replay of {spec.name}'s rejected rows (replay {replay_id}); run in the ingest pipeline's catalog and")
-        result("-- schema: the pipeline's next update sends the queued rows into the clean table.")
-        for statement in replay.queue_statements(spec, replay_id, args.expectation):
+        statements = replay.queue_statements(spec, columns, replay_id, args.expectation)
+        if args.output == "json":
+            json_result({"table": spec.name, "expectation": args.expectation, "replay_id": replay_id,
+                         "statements": statements})
+            return EXIT_OK
+        result(f"-- Replay {replay_id} of {spec.name}'s rejected rows. Run with the ingest pipeline's catalog and")
+        result(f"-- schema current; its next update sends the rows. Refresh {spec.clean_name} only together with "
+               f"{spec.rejected_name}.")
+        for statement in statements:
             result(statement + ";")
         return EXIT_OK
     check_update(project, INGEST_PIPELINE, settings)
@@ -69,19 +81,19 @@ def cmd_replay(args: argparse.Namespace, project: LocalProject) -> int:
     spark = project.spark
     if not spark.catalog.tableExists(spec.rejected_name):
         raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": (
-            f"table '{spec.name}' has no rejected rows to replay: {spec.rejected_name} does not exist (the table "
-            "has no drop expectation, or no ingest update has run since it got one)")})
+            f"table '{spec.name}' has no rejected rows yet: {spec.rejected_name} does not exist (no ingest "
+            "update has run since the table got its drop expectation)")})
     if args.expectation is not None:
         failed = replay.failed_expectation_names(spark, spec)
         if args.expectation not in failed:
             raise LakewatchError("CLI_INVALID_ARGUMENT", {"reason": (
                 f"no row of {spec.rejected_name} failed '{args.expectation}' (its rows failed: "
                 f"{', '.join(failed) or 'none: the table is empty'})")})
-    queued = replay.queue(spark, spec, replay_id, args.expectation)
+    queued = replay.queue(spark, spec, columns, replay_id, args.expectation)
     which = f"failed {queued.expectation}" if queued.expectation else "are rejected"
     note(f"{spec.name}: {queued.selected} row(s) of {spec.rejected_name} {which}; {queued.passing} meet today's "
-         f"expectations: {queued.queued} queued in {spec.replay_name} (replay {replay_id}), {queued.queued_before} "
-         f"queued by an earlier replay; {queued.still_failing} still fail and stay in {spec.rejected_name}")
+         f"expectations: {queued.queued} queued in {spec.replay_name} (replay {replay_id}), {queued.not_queued} "
+         f"replayed or queued before; {queued.still_failing} still fail and stay rejected")
     note(f"landing root: {project.landing_root()}")
     with Counter("flows finished") as counter:
         project.print = UpdatePrinter(counter)
@@ -91,7 +103,7 @@ def cmd_replay(args: argparse.Namespace, project: LocalProject) -> int:
     if args.output == "json":
         json_result({"table": spec.name, "expectation": queued.expectation, "replay_id": replay_id,
                      "queue": spec.replay_name, "selected": queued.selected, "passing": queued.passing,
-                     "queued": queued.queued, "queued_before": queued.queued_before,
+                     "queued": queued.queued, "not_queued": queued.not_queued,
                      "still_failing": queued.still_failing, "replayed_rows": replayed,
                      "update": console.update_document(update)})
     else:
@@ -102,6 +114,14 @@ def cmd_replay(args: argparse.Namespace, project: LocalProject) -> int:
                    f"{'an unknown number of' if replayed is None else replayed} row(s) into {spec.clean_name}")
     if not update.ok:
         note(console.failure_paragraph(update))
+        return exit_code(update)
+    if queued.queued and (replayed is None or replayed < queued.queued):
+        # The flow wrote fewer rows than this replay queued (it writes earlier queued rows too): the
+        # missing ones left the rejected table before the update, or were not counted.
+        note(f"error: {spec.replay_flow_name} wrote {'an unknown number of' if replayed is None else replayed} "
+             f"row(s), fewer than the {queued.queued} this replay queued: their rows are no longer in "
+             f"{spec.rejected_name}, or the flow's count was lost; compare {spec.clean_name} with {spec.replay_name}")
+        return EXIT_FAILED
     return exit_code(update)
 
 
@@ -141,7 +161,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "an ingest update whose flow TABLE_replayed sends them into the clean table. Rows that still "
                     "fail stay rejected.",
         examples=["lakewatch replay orders --expectation has_order_id", "lakewatch replay orders -o json",
-                  "lakewatch replay orders --sql"])
+                  "lakewatch replay orders --sql"],
+        exits="exit codes:\n  0    the rows were queued and the update completed\n"
+              "  1    the update failed, or its replay flow wrote fewer rows than were queued\n"
+              "  2    bad input, or an error before anything ran")
     rep.add_argument("table", help="the table whose rejected rows to replay")
     rep.add_argument("--expectation", metavar="NAME", default=None,
                      help="only the rows that failed this expectation (default: every rejected row)")

@@ -29,8 +29,8 @@ from pipelines.landing import local_path, prepares, preparing_tasks
 __all__ = ["check_job", "check_update", "local_path"]
 
 FOLLOW_BRONZE = "which read it as a stream and cannot follow a table that is reset"
-SPLIT_WITH_CLEAN = ("its rejected rows, which split bronze's rows with it (a replayed row would otherwise "
-                    "reach the clean table twice)")
+SPLIT_WITH_CLEAN = ("which splits bronze's rows with it under the same expectations (a replayed row would "
+                    "otherwise reach the clean table twice, or be lost)")
 RUN_HINT = ", run the bundle's job (`lakewatch job`), whose prepare_landing task creates them as it does on Databricks,"
 
 
@@ -74,15 +74,18 @@ def check_full_refresh_selection(pipeline: str, tables: Any, selection: Iterable
     """A full refresh that resets a bronze table resets every streaming table that reads it too (the
     clean table, the rejected rows): their streams cannot follow a table that was truncated and written
     again, so the update would fail in their flows after bronze was already rewritten. One that resets
-    a clean table resets its rejected rows too: the two split bronze's rows between them, and a replay
-    (pipelines/replay.py) sends a queued row only while it is still a rejected row, so that the clean
-    table, which evaluates every bronze row again, does not receive it twice."""
+    a clean table or its rejected rows resets the other too: the two split bronze's rows between them
+    under the same expectations, and a replay (pipelines/replay.py) sends a queued row while it is a
+    rejected row, so that a clean table reset alone would receive the row twice (from bronze, and
+    replayed again), and rejected rows reset alone would lose the rows queued before."""
     chosen = {name.replace("`", "").split(".")[-1].lower() for name in selection}  # as the runner resolves them
     for table in tables.tables:
+        split = table.streaming_tables()[1:]  # the clean table, and its rejected rows when it keeps them
         if table.bronze_name in chosen:
             needed, reset, why = table.streaming_tables(), table.bronze_name, FOLLOW_BRONZE
-        elif table.clean_name in chosen:
-            needed, reset, why = table.streaming_tables()[1:], table.clean_name, SPLIT_WITH_CLEAN
+        elif chosen & set(split):
+            reset = next(n for n in split if n in chosen)
+            needed, why = split, SPLIT_WITH_CLEAN
         else:
             continue
         if not set(needed) <= chosen:

@@ -422,7 +422,7 @@ def test_a_replay_after_a_fix_leaves_the_clean_table_as_a_full_refresh_under_the
     assert scenario.orders_after[7] == kept(rows, FIXED_LIMIT)  # each replayed row once, beside the rows kept
     # Each row once: a second replay queues and sends nothing, and the full refresh under the fixed rule
     # (which evaluates every bronze row again) leaves the clean table as the replay did.
-    assert (second["queued"], second["queued_before"], second["replayed_rows"]) == (0, len(passing), 0)
+    assert (second["queued"], second["not_queued"], second["replayed_rows"]) == (0, len(passing), 0)
     assert scenario.orders_after[8] == scenario.orders_after[9] == kept(rows, FIXED_LIMIT)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +29,7 @@ def lakewatch(tmp_path, *args: str, **env_vars: str) -> subprocess.CompletedProc
     (("run", "--set", "novalue"), "--set expects key=value"),
     (("alerts", "--since", "7d"), "--since goes with --replay"),
     (("alerts", "--replay", "--fail-on-trigger"), "--fail-on-trigger judges the alerts' state now"),
+    (("replay", "invoices"), "no table 'invoices'"),
 ])
 def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, args, expected):
     result = lakewatch(tmp_path, *args)
@@ -165,17 +167,20 @@ def test_a_full_refresh_naming_every_streaming_table_of_a_bronze_table_passes_in
     tables = load_tables(project_root / "conf" / "tables.yml")
     for selection in (["orders_bronze", "orders", "orders_rejected"],
                       ["`lakewatch`.`orders_bronze`", "spark_catalog.lakewatch.ORDERS", "lakewatch.orders_rejected"],
-                      ["orders", "orders_rejected"], ["customers_rejected"]):  # no bronze reset: nothing to follow
+                      ["orders", "orders_rejected"], ["customers", "customers_rejected"]):  # no bronze reset
         check_full_refresh_selection("lakewatch_ingest", tables, selection)
 
 
-def test_a_full_refresh_of_a_clean_table_without_its_rejected_rows_is_refused(capsys, bundle_copy):
-    """The clean table and its rejected rows split bronze's rows: resetting the clean table alone would
-    let a replay send a row the clean table takes from bronze again."""
+@pytest.mark.parametrize("selection, reset, missing", [("customers", "customers", "customers_rejected"),
+                                                      ("customers_rejected", "customers_rejected", "customers")])
+def test_a_full_refresh_of_a_clean_table_or_its_rejected_rows_alone_is_refused(capsys, bundle_copy, selection, reset, missing):
+    """The clean table and its rejected rows split bronze's rows: resetting one alone would let a replay
+    send a row the clean table takes from bronze again, or lose the rows queued before."""
     bundle_copy.landing("orders", "customers", "payments")
-    err = refused(capsys, bundle_copy, "run", "--full-refresh", "customers")
-    assert "[FULL_REFRESH_INCOMPLETE] The full refresh of 'customers' in pipeline 'lakewatch_ingest' leaves out customers_rejected, its rejected rows" in err
-    assert "(--full-refresh customers,customers_rejected)" in err
+    err = refused(capsys, bundle_copy, "run", "--full-refresh", selection)
+    assert (f"[FULL_REFRESH_INCOMPLETE] The full refresh of '{reset}' in pipeline 'lakewatch_ingest' leaves out "
+            f"{missing}, which splits bronze's rows with it") in err
+    assert f"(--full-refresh {selection},{missing})" in err
 
 
 def test_the_job_is_not_refused_for_landing_folders_its_first_task_creates(bundle_copy):
@@ -498,3 +503,24 @@ def test_target_and_var_choose_what_the_bundle_resolves(bundle_copy):
     chosen = project_module.LocalProject(home=home, target="prod", variables={"schema": "audit"})
     assert (chosen.bundle.target, chosen.bundle.variable("schema")) == ("prod", "audit")
     assert chosen.bundle.variable("catalog") == "spark_catalog"  # the other local settings still hold
+
+
+def test_a_replay_of_a_table_without_a_drop_expectation_is_refused_before_the_engine(capsys, bundle_copy):
+    """Without a drop rule the pipeline keeps no rejected rows for the table: the message says how to
+    replay the rows a rule removed before taking it out."""
+    bundle_copy.edit("conf/tables.yml", "        condition: customer_id IS NOT NULL\n        action: drop",
+                     "        condition: customer_id IS NOT NULL\n        action: warn")
+    err = refused(capsys, bundle_copy, "replay", "customers")
+    assert "table 'customers' has no drop expectation in" in err and "`condition: true`" in err
+
+
+def test_a_replay_s_sql_is_printed_without_the_engine(capsys, bundle_copy):
+    """`--sql` prints the statements for a SQL warehouse: the queue, then the keys of the rows of the
+    named expectation appended to it, names unqualified."""
+    code = main(["--home", str(bundle_copy.home), "replay", "orders", "--expectation", "has_order_id", "--sql", "-o", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and (out["table"], out["expectation"]) == ("orders", "has_order_id")
+    create, insert = out["statements"]
+    assert create.startswith("CREATE TABLE IF NOT EXISTS orders_replay (")
+    assert insert.startswith("INSERT INTO orders_replay") and "FROM orders_rejected" in insert
+    assert "array_contains(_failed_expectations, 'has_order_id')" in insert and out["replay_id"] in insert
