@@ -28,7 +28,7 @@ def ingest_tables_of(limits: Mapping[str, float | None]) -> str:
     specs = [TableSpec(name=n, format="json", columns=(), landing=n, max_hours_without_rows=h) for n, h in limits.items()]
     return ingest_tables_sql(specs)
 
-PIPELINE = "lakewatch_ingest"
+PIPELINE, PIPELINE_ID = "lakewatch_ingest", "p-1"
 CATALOG_SCHEMA = "main.lakewatch"
 _seq = itertools.count(1)
 
@@ -92,7 +92,7 @@ class Update:
         return self
 
     def origin(self, flow: str | None = None, batch_id: int | None = None) -> event_builders.Origin:
-        o = event_builders.Origin(pipeline_id="p-1", pipeline_name=PIPELINE, update_id=self.update_id)
+        o = event_builders.Origin(pipeline_id=PIPELINE_ID, pipeline_name=PIPELINE, update_id=self.update_id)
         if flow is None:
             return o
         sink = flow.endswith("_to_corrupt_records_sink")

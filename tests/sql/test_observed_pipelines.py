@@ -9,8 +9,8 @@ import datetime as dt
 
 import pytest
 
-from tests.eventlog_builders import (OTHER_ID, OTHER_LOG, OTHER_NAME, PIPELINE, completed_update, observability_views,
-                                    plain_pipeline_update, utc)
+from tests.eventlog_builders import (OTHER_ID, OTHER_LOG, OTHER_NAME, PIPELINE, PIPELINE_ID, completed_update,
+                                    in_pipeline, observability_views, plain_pipeline_update, utc)
 
 NOW = utc(2026, 6, 15, 12)
 MISSING_LOG = "t_never_ran_log"
@@ -99,3 +99,33 @@ def test_expectations_of_the_other_pipeline_are_counted_per_update(two_pipelines
     got = {(r["update_id"], r["expectation"]): (r["passed_records"], r["failed_records"])
            for r in table(two_pipelines, "SELECT * FROM expectation_results WHERE dataset = 'orders_daily'")}
     assert got == {("o2", "has_orders"): (10, 0), ("o2", "known_currency"): (8, 2)}
+
+
+@pytest.fixture(scope="module")
+def same_names(spark):
+    """Two pipelines with the same datasets and flows (orders_bronze, orders): the ingest pipeline and
+    a copy of it in another schema. Their counts differ, so a table that mixed them would show sums."""
+    session = spark.newSession()
+    ingest = [completed_update("i1", NOW - dt.timedelta(hours=5), backlog_files=3, clean_failed=5),
+              completed_update("i2", NOW - dt.timedelta(hours=1), backlog_files=5, clean_failed=5)]
+    other = [in_pipeline(completed_update("o1", NOW - dt.timedelta(hours=3), rows=200, backlog_files=10,
+                                          clean_failed=50), OTHER_ID, OTHER_NAME)]
+    observability_views(session, ingest, observed={OTHER_LOG: other}, now=NOW, only=[
+        "flow_throughput_daily", "flow_bottlenecks", "backlog", "expectation_results_daily", "expectation_results_weekly"])
+    return session
+
+
+def test_tables_over_many_updates_keep_pipelines_with_the_same_flow_names_apart(same_names):
+    daily = {(r["pipeline_id"], r["pipeline_name"]): (r["updates"], r["rows_written"]) for r in table(
+        same_names, "SELECT * FROM flow_throughput_daily WHERE flow_name = 'orders_bronze'")}
+    assert daily == {(PIPELINE_ID, PIPELINE): (2, 200), (OTHER_ID, OTHER_NAME): (1, 200)}
+    slowest = {r["pipeline_id"]: r["updates"] for r in table(
+        same_names, "SELECT * FROM flow_bottlenecks WHERE flow_name = 'orders_bronze'")}
+    assert slowest == {PIPELINE_ID: 2, OTHER_ID: 1}
+    # the backlog's change is against the same pipeline's update before (5 - 3), not o1's 10 in between
+    change = {r["update_id"]: r["files_change"] for r in table(same_names, "SELECT * FROM backlog")}
+    assert change == {"i1": None, "i2": 2, "o1": None}
+    for name in ("expectation_results_daily", "expectation_results_weekly"):
+        failed = {(r["pipeline_id"], r["pipeline_name"]): r["failed_records"] for r in table(
+            same_names, f"SELECT * FROM {name} WHERE dataset = 'orders' AND expectation = 'non_negative_amount'")}
+        assert failed == {(PIPELINE_ID, PIPELINE): 10, (OTHER_ID, OTHER_NAME): 50}, name

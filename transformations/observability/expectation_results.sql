@@ -1,5 +1,7 @@
 CREATE MATERIALIZED VIEW expectation_results (
   update_id STRING COMMENT 'Pipeline update (run) id',
+  pipeline_id STRING COMMENT 'Pipeline id',
+  pipeline_name STRING COMMENT 'Pipeline name',
   dataset STRING COMMENT 'Dataset the expectation is declared on',
   expectation STRING COMMENT 'Expectation name',
   passed_records BIGINT COMMENT 'Rows that met the condition',
@@ -33,7 +35,7 @@ uncounted AS (
   FROM flow_throughput GROUP BY update_id, dataset
 )
 SELECT
-  r.update_id, r.dataset, r.expectation, r.passed_records, r.failed_records,
+  r.update_id, u.pipeline_id, u.pipeline_name, r.dataset, r.expectation, r.passed_records, r.failed_records,
   CAST(r.passed_records AS DOUBLE) / nullif(r.passed_records + r.failed_records, 0) AS pass_rate,
   (u.full_refresh IS TRUE AND (coalesce(size(u.full_refresh_selection), 0) = 0 OR exists(u.full_refresh_selection, s -> regexp_extract(s, '([^.`]+)`?$', 1) = r.dataset))) AS full_refresh,
   c.batches_without_counts,

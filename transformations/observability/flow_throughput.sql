@@ -1,5 +1,6 @@
 CREATE MATERIALIZED VIEW flow_throughput (
   update_id STRING COMMENT 'Pipeline update (run) id',
+  pipeline_id STRING COMMENT 'Pipeline id',
   pipeline_name STRING COMMENT 'Pipeline name',
   flow_name STRING COMMENT 'Flow name (last part of the qualified name)',
   dataset STRING COMMENT 'Target dataset or sink of the flow',
@@ -23,6 +24,7 @@ AS
 WITH per_flow AS (
   SELECT
     update_id,
+    max(pipeline_id) AS pipeline_id,
     max(pipeline_name) AS pipeline_name,
     flow_name,
     max(dataset) AS dataset,
@@ -54,7 +56,7 @@ counted AS (
   FROM per_flow
 )
 SELECT
-  update_id, pipeline_name, flow_name, dataset, final_status, rows_written, rows_source, bytes_written,
+  update_id, pipeline_id, pipeline_name, flow_name, dataset, final_status, rows_written, rows_source, bytes_written,
   batches, unmeasured_batches, batches_without_expectation_counts, started_at, ended_at,
   CAST((unix_millis(ended_at) - unix_millis(started_at)) / 1000.0 AS DOUBLE) AS duration_seconds,
   CASE WHEN CAST((unix_millis(ended_at) - unix_millis(started_at)) / 1000.0 AS DOUBLE) > 0
