@@ -11,8 +11,10 @@ fires when refreshes stop), and the rows are evaluated as the alert does (`pipel
 NULL is UNKNOWN, never OK). The replay reports the alert's episodes (runs of checks in one state, when
 each began and ended) and the notifications Databricks would have sent: one when the alert becomes
 TRIGGERED, again at each check at least `retrigger_seconds` after the last one while it stays
-TRIGGERED, and one on the return to OK when `notify_on_ok` is set. A TRIGGERED stretch under way when
-the window starts counts as notified at its first check.
+TRIGGERED, and one on the return to OK when `notify_on_ok` is set. The alert's state when the window
+begins comes from one check just before its first, on the latest refresh before the window: an alert
+already TRIGGERED then sends nothing new at its first check in the window (its last notification is
+taken to be that check's, so a re-notification comes no later than Databricks would send it).
 
 The metrics are replayed as each refresh computed them: a metric whose definition changed since keeps
 its old values. An alert whose query does not read `health_metrics` cannot be replayed and says so; one
@@ -114,12 +116,13 @@ class Replay:
     spec: AlertSpec
     checks: list[Check] = field(default_factory=list)
     not_replayable: str | None = None  # why the alert cannot be replayed
+    before: Check | None = None  # the check just before the window, on the latest refresh before it
 
     def episodes(self) -> list[Episode]:
         return episodes(self.checks)
 
     def notifications(self) -> list[tuple[datetime, str]]:
-        return notifications(self.spec, self.checks)
+        return notifications(self.spec, self.checks, self.before)
 
 
 def episodes(checks: Sequence[Check]) -> list[Episode]:
@@ -137,11 +140,12 @@ def episodes(checks: Sequence[Check]) -> list[Episode]:
     return found
 
 
-def notifications(spec: AlertSpec, checks: Sequence[Check]) -> list[tuple[datetime, str]]:
-    """(when, TRIGGERED or OK) of each notification the checks would have sent."""
+def notifications(spec: AlertSpec, checks: Sequence[Check], before: Check | None = None) -> list[tuple[datetime, str]]:
+    """(when, TRIGGERED or OK) of each notification the checks would have sent, after the state of
+    `before` (the check before them; none: the alert starts from no state)."""
     sent: list[tuple[datetime, str]] = []
-    previous: str | None = None
-    last_sent: datetime | None = None
+    previous: str | None = before.state if before is not None else None
+    last_sent: datetime | None = before.at if before is not None and before.state == "TRIGGERED" else None
     for check in checks:
         if check.state == "TRIGGERED":
             again = (previous == "TRIGGERED" and spec.retrigger_seconds is not None and last_sent is not None
@@ -155,15 +159,18 @@ def notifications(spec: AlertSpec, checks: Sequence[Check]) -> list[tuple[dateti
     return sent
 
 
-def refreshes(spark: Any, history: str, since: datetime) -> list[datetime]:
-    """The `checked_at` of each refresh the history holds since `since`, oldest first (read as
-    microseconds since the epoch: exact in any session time zone)."""
+def refreshes(spark: Any, history: str, since: datetime) -> tuple[list[datetime], datetime | None]:
+    """The `checked_at` of each refresh the history holds since `since`, oldest first, and of the
+    latest before it (read as microseconds since the epoch: exact in any session time zone)."""
+    at = f"timestamp_micros({micros(since)})"
     try:
         rows = spark.sql(f"SELECT DISTINCT unix_micros(checked_at) AS at FROM {history} "
-                         f"WHERE checked_at >= timestamp_micros({micros(since)}) ORDER BY at").collect()
+                         f"WHERE checked_at >= {at} ORDER BY at").collect()
+        earlier = spark.sql(f"SELECT max(unix_micros(checked_at)) AS at FROM {history} WHERE checked_at < {at}").collect()
     except Exception as e:  # noqa: BLE001 (a missing table is the usual cause; the reason says)
         raise LakewatchError("ALERT_HISTORY_NOT_FOUND", {"table": history, "reason": " ".join(engine_message(e).split())[:300]}) from e
-    return [from_micros(r["at"]) for r in rows]
+    before = earlier[0]["at"]
+    return [from_micros(r["at"]) for r in rows], from_micros(before) if before is not None else None
 
 
 def micros(at: datetime) -> int:
@@ -196,10 +203,16 @@ def at_check(query: str, history: str, refresh: datetime | None, clock: datetime
 
 
 def replay_alert(spark: Any, spec: AlertSpec, history: str, refreshes: Sequence[datetime],
-                 times: Sequence[datetime]) -> Replay:
-    """The alert checked at `times` over the `refreshes` of the history."""
+                 times: Sequence[datetime], before: datetime | None = None) -> Replay:
+    """The alert checked at `times` over the `refreshes` of the history; with `before` (the latest
+    refresh before them), also just before the first of `times`, for the state the window begins in."""
     if not HEALTH_METRICS.search(spec.query_text):
         return Replay(spec, not_replayable="its query does not read health_metrics, whose history is kept")
+    seeded = before is not None and bool(times)
+    if seeded:
+        assert before is not None  # checked just before the window's first refresh, on the one before it
+        start = min([times[0], *refreshes]) - timedelta(microseconds=1)
+        refreshes, times = [before, *refreshes], [start, *times]
     ordered = sorted(refreshes)
     latest = [ordered[i - 1] if (i := bisect.bisect_right(ordered, t)) else None for t in times]
     reads_clock = bool(CLOCK.search(spec.query_text))
@@ -220,15 +233,16 @@ def replay_alert(spark: Any, spec: AlertSpec, history: str, refreshes: Sequence[
         for row in rows:
             by_check[row.pop(CHECK_COLUMN)].append(row)
         results.update({key: evaluate(spec, by_check[i]) for i, key in enumerate(chunk)})
-    return Replay(spec, [Check(t, results[key]) for t, key in zip(times, keys)])
+    checks = [Check(t, results[key]) for t, key in zip(times, keys)]
+    return Replay(spec, checks[1:], before=checks[0]) if seeded else Replay(spec, checks)
 
 
 def replay_alerts(spark: Any, specs: Sequence[AlertSpec], history: str, since: datetime,
                   now: datetime) -> tuple[list[datetime], list[Replay]]:
     """The refreshes replayed, and each alert's replay over them, checked on its own schedule."""
-    found = refreshes(spark, history, since)
-    return found, [replay_alert(spark, spec, history, found, check_times(found, now, schedule_minutes(spec.schedule or "")))
-                   for spec in specs]
+    found, before = refreshes(spark, history, since)
+    return found, [replay_alert(spark, spec, history, found, check_times(found, now, schedule_minutes(spec.schedule or "")),
+                                before) for spec in specs]
 
 
 def _when(at: datetime | None) -> str:

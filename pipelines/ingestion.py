@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines import expectations, replay
-from pipelines.adapter import LANDING_ROOT_KEY, Engine, engine_for, tables_config
+from pipelines.adapter import CATALOG_KEY, LANDING_ROOT_KEY, SCHEMA_KEY, Engine, engine_for, tables_config
 from pipelines.config import (
     CORRUPT_RECORD,
     CORRUPT_RECORDS_SINK,
@@ -155,7 +155,8 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
         def rejected() -> DataFrame:
             return rejected_query(spark.readStream.table(table.bronze_name), table)
 
-        if replay_queue_exists(spark, table):
+        queue = replay_queue_name(spark, table)
+        if replay_queue_exists(spark, queue):
             # Rows queued by `lakewatch replay` met the expectations when they were queued; Databricks
             # takes no expectation decorators on an append flow.
             @dp.append_flow(target=table.clean_name, name=table.replay_flow_name)
@@ -163,16 +164,23 @@ def declare_table(spark: SparkSession, table: TableSpec, engine: Engine, landing
             def replayed() -> DataFrame:
                 # skipChangeCommits: rows deleted from the queue do not stop the flow (a key queued again
                 # after that is not one the clean table holds: replay.queue_statements).
-                queued = spark.readStream.option("skipChangeCommits", "true").table(table.replay_name)
+                queued = spark.readStream.option("skipChangeCommits", "true").table(queue)
                 return replay.replay_query(queued, spark.read.table(table.rejected_name), clean_columns(table))
 
 
-def replay_queue_exists(spark: SparkSession, table: TableSpec) -> bool:
-    """Whether `lakewatch replay` has created the table's replay queue. When the catalog does not
+def replay_queue_name(spark: SparkSession, table: TableSpec) -> str:
+    """The table's replay queue in the pipeline's catalog and schema (a plain table, which the pipeline
+    does not resolve as one of its datasets)."""
+    catalog, schema = spark.conf.get(CATALOG_KEY, None), spark.conf.get(SCHEMA_KEY, None)
+    return f"{catalog}.{schema}.{table.replay_name}" if catalog and schema else table.replay_name
+
+
+def replay_queue_exists(spark: SparkSession, queue: str) -> bool:
+    """Whether `lakewatch replay` has created the replay queue `queue`. When the catalog does not
     answer, the queue is read as named: an update that cannot read it fails and says so, rather than
     leaving queued rows behind without a word."""
     try:
-        return bool(spark.catalog.tableExists(table.replay_name))
+        return bool(spark.catalog.tableExists(queue))
     except Exception:  # noqa: BLE001 (no answer is not a missing table)
         return True
 

@@ -153,6 +153,10 @@ def test_since_leaves_the_earlier_refreshes_out(session, history, alerts):
     found, [backlog] = replay_alerts(session, [alerts["lakewatch_backlog"]], HISTORY, T0 + timedelta(minutes=90), NOW)
     assert found == refresh_times()[3:]
     assert backlog.checks[0].at == T0 + timedelta(minutes=95) and backlog.checks[0].state == "TRIGGERED"
+    # The window begins TRIGGERED (the refresh before it, at 06:30, had a backlog of 200): its first
+    # check sends nothing new, no re-notification falls within the hour, and the return to OK at 08:05 does.
+    assert (backlog.before.state, backlog.before.result.value) == ("TRIGGERED", 200.0)
+    assert backlog.notifications() == [(T0 + timedelta(minutes=125), "OK")]
 
 
 def test_a_missing_history_is_a_clear_error(session, alerts):

@@ -107,3 +107,17 @@ def test_without_retrigger_or_notify_on_ok_an_alert_notifies_once_per_trigger():
     spec = AlertSpec("a", "A", "SELECT 1", "GREATER_THAN", "v", None, threshold_value=0.0)
     sent = notifications(spec, checks("TRIGGERED", "TRIGGERED", "OK", "UNKNOWN", "TRIGGERED", every_minutes=120, spec=spec))
     assert sent == [(NOW, "TRIGGERED"), (NOW + timedelta(minutes=480), "TRIGGERED")]
+
+
+def test_the_state_before_the_window_decides_the_first_notification():
+    """The check just before the window (on the refresh before it) says whether the alert was already
+    TRIGGERED: then its first check in the window sends nothing new, and a re-notification follows
+    retrigger_seconds after the earlier check at the latest."""
+    spec = AlertSpec("a", "A", "SELECT 1", "GREATER_THAN", "v", None, threshold_value=0.0)
+    before = Check(NOW - timedelta(minutes=1), AlertResult(spec, "TRIGGERED", value=1.0))
+    assert notifications(spec, checks("TRIGGERED", "TRIGGERED", "OK", "TRIGGERED", spec=spec), before) == [
+        (NOW + timedelta(minutes=90), "TRIGGERED")]
+    assert notifications(SPEC, checks("TRIGGERED", "TRIGGERED", "TRIGGERED"), before) == [
+        (NOW + timedelta(minutes=60), "TRIGGERED")]  # an hour after the earlier check, not after the first in the window
+    was_ok = Check(NOW - timedelta(minutes=1), AlertResult(spec, "OK", value=0.0))
+    assert notifications(spec, checks("TRIGGERED", spec=spec), was_ok) == [(NOW, "TRIGGERED")]
