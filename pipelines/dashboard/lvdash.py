@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 # widgetType -> spec versions Lakeview serializes for it (reference §4.3).
-SPEC_VERSIONS: dict[str, tuple[int, ...]] = {"counter": (2,), "line": (3,), "bar": (3,), "table": (1, 2)}
+SPEC_VERSIONS: dict[str, tuple[int, ...]] = {"counter": (2,), "line": (3,), "bar": (3,), "table": (1, 2),
+                                             "filter-single-select": (2,), "filter-multi-select": (2,)}
+# Field filters: on Databricks they filter the datasets they bind (on their page, or on every page from
+# a PAGE_TYPE_GLOBAL_FILTERS page); the static local page lists their choices and filters nothing.
+FILTER_KINDS = ("filter-single-select", "filter-multi-select")
+PAGE_TYPES = ("PAGE_TYPE_CANVAS", "PAGE_TYPE_GLOBAL_FILTERS")
 # Encoding channels that hold a single field, per widget type; tables use `columns`.
 SINGLE_CHANNELS: dict[str, tuple[str, ...]] = {
     "counter": ("value", "period", "target"),
@@ -97,7 +102,7 @@ class Position:
 @dataclass(frozen=True)
 class Widget:
     name: str
-    kind: str  # text | counter | line | bar | table
+    kind: str  # text | counter | line | bar | table | filter-single-select | filter-multi-select
     position: Position
     title: str = ""
     description: str = ""
@@ -108,6 +113,7 @@ class Widget:
     palette: tuple[str, ...] = PALETTE
     color_mappings: Mapping[str, str] = field(default_factory=dict)  # series value -> hex color
     labels: bool = False  # `encodings.label.show`: values printed on the marks
+    bindings: tuple[tuple[str, str], ...] = ()  # a filter's (dataset, field) pairs; its query lists the first's values
 
     def channel(self, name: str) -> tuple[Encoding, ...]:
         return tuple(e for e in self.encodings if e.channel == name)
@@ -123,6 +129,7 @@ class Page:
     display_name: str
     widgets: tuple[Widget, ...]  # in reading order: by row, then column
     columns: int = 6  # width of the page's grid
+    global_filters: bool = False  # PAGE_TYPE_GLOBAL_FILTERS: its filters apply to every page
 
 
 @dataclass(frozen=True)
@@ -203,15 +210,19 @@ def _page(raw: Any, index: int, datasets: Mapping[str, Dataset]) -> Page:
     name = _string(p.get("name"), f"page #{index + 1}", "name")
     where = f"page '{name}'"
     page_type = p.get("pageType", "PAGE_TYPE_CANVAS")
-    if page_type != "PAGE_TYPE_CANVAS":
-        raise DashboardError(where, f"pageType {page_type!r} is not rendered locally (only PAGE_TYPE_CANVAS)")
+    if page_type not in PAGE_TYPES:
+        raise DashboardError(where, f"pageType {page_type!r} is not rendered locally ({' or '.join(PAGE_TYPES)})")
     layout_version = p.get("layoutVersion")
     if layout_version not in GRID_COLUMNS:
         raise DashboardError(where, f"unknown layoutVersion {layout_version!r}")
     columns = GRID_COLUMNS[layout_version]
     widgets = [_layout_item(item, where, columns, datasets) for item in _list(p.get("layout"), f"{where} 'layout'")]
     widgets.sort(key=lambda w: (w.position.y, w.position.x))
-    return Page(name=name, display_name=str(p.get("displayName") or name), widgets=tuple(widgets), columns=columns)
+    global_filters = page_type == "PAGE_TYPE_GLOBAL_FILTERS"
+    if global_filters and any(w.kind not in FILTER_KINDS for w in widgets):
+        raise DashboardError(where, "a PAGE_TYPE_GLOBAL_FILTERS page holds filter widgets only")
+    return Page(name=name, display_name=str(p.get("displayName") or name), widgets=tuple(widgets), columns=columns,
+                global_filters=global_filters)
 
 
 def _layout_item(raw: Any, page_where: str, columns: int, datasets: Mapping[str, Dataset]) -> Widget:
@@ -235,6 +246,8 @@ def _layout_item(raw: Any, page_where: str, columns: int, datasets: Mapping[str,
         raise DashboardError(where, f"unknown widgetType {kind!r}; the local renderer draws {', '.join(SPEC_VERSIONS)} and text widgets")
     if spec.get("version") not in SPEC_VERSIONS[kind]:
         raise DashboardError(where, f"a {kind} widget has spec version {spec.get('version')!r}, expected {' or '.join(map(str, SPEC_VERSIONS[kind]))}")
+    if kind in FILTER_KINDS:
+        return _filter_widget(name, kind, position, w, spec, where, datasets)
     query = _widget_query(w.get("queries"), where, datasets)
     encodings = _encodings(_mapping(spec.get("encodings"), f"{where} 'encodings'"), kind, where)
     _check_fields_match(query, encodings, where)
@@ -255,11 +268,54 @@ def _layout_item(raw: Any, page_where: str, columns: int, datasets: Mapping[str,
     )
 
 
+def _filter_widget(name: str, kind: str, position: Position, w: Mapping[str, Any], spec: Mapping[str, Any],
+                   where: str, datasets: Mapping[str, Dataset]) -> Widget:
+    """A field filter: one query per dataset it binds (named by `queryName` in `encodings.fields`), each
+    defining the field it filters on. Parameter filters (`parameterName`) are refused: datasets here
+    take no parameters."""
+    queries: dict[str, WidgetQuery] = {}
+    for raw in _list(w.get("queries"), f"{where} 'queries'"):
+        item = _mapping(raw, f"{where} query")
+        query_name = _string(item.get("name"), f"{where} query", "name")
+        queries[query_name] = _query(item.get("query"), where, datasets)
+    bound = _list(_mapping(spec.get("encodings"), f"{where} 'encodings'").get("fields"), f"{where} encoding 'fields'")
+    if not bound:
+        raise DashboardError(where, "a filter binds at least one field")
+    bindings, encodings = [], []
+    for raw in bound:
+        e = _mapping(raw, f"{where} encoding 'fields'")
+        if "parameterName" in e:
+            raise DashboardError(where, "parameter filters are not supported: the local renderer's datasets take no parameters")
+        field_name = _string(e.get("fieldName"), f"{where} encoding 'fields'", "fieldName")
+        query_name = _string(e.get("queryName"), f"{where} encoding 'fields'", "queryName")
+        if query_name not in queries:
+            raise DashboardError(where, f"encoding field '{field_name}' names query '{query_name}', which the widget does not define ({', '.join(sorted(queries))})")
+        query = queries[query_name]
+        if field_name not in {f.name for f in query.fields}:
+            raise DashboardError(where, f"query '{query_name}' does not define the field '{field_name}' it filters on")
+        bindings.append((query.dataset_name, field_name))
+        encodings.append(Encoding("field", field_name, str(e.get("displayName") or field_name)))
+    first = queries[_mapping(bound[0], where)["queryName"]]
+    [shown] = [f for f in first.fields if f.name == bindings[0][1]]
+    frame = spec.get("frame") or {}
+    return Widget(
+        name=name, kind=kind, position=position,
+        title=str(frame.get("title") or "") if frame.get("showTitle", True) else "",
+        description=str(frame.get("description") or "") if frame.get("showDescription", False) else "",
+        query=WidgetQuery(first.dataset_name, (shown,), False, (Order(shown.expression, False),)),
+        encodings=(encodings[0],), bindings=tuple(bindings),
+    )
+
+
 def _widget_query(raw: Any, where: str, datasets: Mapping[str, Dataset]) -> WidgetQuery:
     queries = _list(raw, f"{where} 'queries'")
     if len(queries) != 1:
         raise DashboardError(where, f"expected exactly one query, found {len(queries)}")
-    q = _mapping(_mapping(queries[0], f"{where} query").get("query"), f"{where} 'query'")
+    return _query(_mapping(queries[0], f"{where} query").get("query"), where, datasets)
+
+
+def _query(raw: Any, where: str, datasets: Mapping[str, Dataset]) -> WidgetQuery:
+    q = _mapping(raw, f"{where} 'query'")
     dataset_name = _string(q.get("datasetName"), where, "datasetName")
     if dataset_name not in datasets:
         raise DashboardError(where, f"datasetName '{dataset_name}' is not a dataset of the dashboard ({', '.join(sorted(datasets))})")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pipelines.dashboard.formatting import MISSING, format_number, format_value, is_number, is_temporal, truncate
-from pipelines.dashboard.lvdash import GRID_COLUMNS, Dashboard, NumberFormat, Page, Widget, load_dashboard
+from pipelines.dashboard.lvdash import FILTER_KINDS, GRID_COLUMNS, Dashboard, NumberFormat, Page, Widget, load_dashboard
 from pipelines.dashboard.batch import DatasetWidgets, run_datasets
 from pipelines.dashboard.query import WidgetResult
 from pipelines.dashboard.vegalite import chart_svg
@@ -113,8 +113,10 @@ def render_html(dashboard: Dashboard, results: Mapping[str, WidgetResult], title
 
 def render_page(page: Page, results: Mapping[str, WidgetResult]) -> str:
     widgets = "".join(render_widget(w, results.get(w.name), page.columns) for w in page.widgets)
+    note = ('<p class="note">On Databricks these filters apply to every page; this static page shows every '
+            'value.</p>' if page.global_filters else "")
     return (f'<section class="page" id="page-{_id(page.name)}" data-page="{html.escape(page.name)}">'
-            f'<h2>{html.escape(page.display_name)}</h2>'
+            f'<h2>{html.escape(page.display_name)}</h2>{note}'
             f'<div class="grid" style="grid-template-columns: repeat({page.columns}, 1fr)">{widgets}</div></section>')
 
 
@@ -152,6 +154,8 @@ def render_widget(widget: Widget, result: WidgetResult | None, columns: int = GR
 def _body(widget: Widget, result: WidgetResult, width: int, height: int) -> str:
     if widget.kind == "counter":
         return counter_html(widget, result)
+    if widget.kind in FILTER_KINDS:
+        return filter_html(widget, result)
     if widget.kind == "table":
         return table_html(widget, result)
     return f'<div class="plot">{chart_svg(result, width, max(height, 120))}</div>'
@@ -168,6 +172,16 @@ def counter_html(widget: Widget, result: WidgetResult) -> str:
     if target is not None:
         parts.append(f'<div class="counter-target">target {html.escape(format_value(result.records()[0][target.field_name], target.format))}</div>')
     return "".join(parts)
+
+
+def filter_html(widget: Widget, result: WidgetResult) -> str:
+    """A filter's choices (the first bound dataset's values) and what it binds; nothing is filtered here."""
+    field = widget.encodings[0]
+    choices = "".join(f'<li>{html.escape(format_value(v, None))}</li>' for v in result.column(field.field_name))
+    bound = ", ".join(sorted({d for d, _ in widget.bindings}))
+    return (f'<ul class="choices" title="{html.escape(field.display_name)}">{choices}</ul>'
+            f'<p class="note">{"One" if widget.kind == "filter-single-select" else "Any"} of the values above; '
+            f'filters {html.escape(bound)}.</p>')
 
 
 def table_html(widget: Widget, result: WidgetResult) -> str:
@@ -285,6 +299,8 @@ td.missing { color: #a0a8b0; }
 .state.muted { background: #eef1f4; color: var(--muted); } .state.info { background: #e6f0fb; color: #0b5cad; }
 .note { color: var(--muted); font-size: 12px; margin: 4px 0 0; }
 .empty { color: var(--muted); margin: auto; }
+.choices { list-style: none; margin: 4px 0; padding: 0; display: flex; flex-wrap: wrap; gap: 6px; }
+.choices li { border: 1px solid var(--line); border-radius: 12px; padding: 2px 10px; }
 .error { color: var(--bad); font-size: 12px; overflow: auto; }
 .banner { background: #fde8e7; border: 1px solid #f5b5b0; color: #8a1c12; border-radius: 8px; padding: 10px 14px; margin: 16px 0; }
 footer { color: var(--muted); font-size: 12px; padding: 24px 4px 40px; }

@@ -428,7 +428,8 @@ WIDGETS_JS = """
       return {name: e.dataset.widget, kind: e.dataset.kind, rows: e.dataset.rows, error: e.dataset.error || null,
               width: box.width, height: box.height,
               marks: e.querySelectorAll('svg rect, svg circle, svg path').length,
-              cells: e.querySelectorAll('td').length, value: (e.querySelector('.counter-value') || {}).textContent};
+              cells: e.querySelectorAll('td').length, value: (e.querySelector('.counter-value') || {}).textContent,
+              choices: Array.from(e.querySelectorAll('.choices li')).map(c => c.textContent)};
     })"""
 
 
@@ -486,6 +487,9 @@ def test_every_widget_shows_data(loaded, tables):
             assert w["marks"] > 0, w
         elif kind == "table":
             assert w["cells"] > 0, w
+        elif kind.startswith("filter-"):  # the choices: every observed pipeline's name
+            names = sorted(r["pipeline_name"] for r in tables.table("pipelines_status").collect())
+            assert w["choices"] == names and len(names) == int(w["rows"]) == 2, w
         else:
             assert w["value"] and w["value"].strip() != "—", w
 

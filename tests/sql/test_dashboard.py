@@ -78,6 +78,10 @@ def test_dataset_and_widget_queries_resolve_against_the_tables_columns(session):
         missing = referenced - columns[w.query.dataset_name]
         assert not missing, f"widget {w.name} uses {missing}, which dataset {w.query.dataset_name} does not return"
         session.sql(widget_sql(w.query, dashboard.dataset(w.query.dataset_name))).schema  # parses and resolves (analysis only: the next test runs every widget)
+    # a filter's every binding: the dataset returns the field it filters on (Databricks filters it there)
+    for _, w in dashboard.widgets():
+        for dataset, field_name in w.bindings:
+            assert field_name in columns[dataset], f"filter {w.name} binds {dataset}, which has no column {field_name}"
 
 
 def test_every_widget_of_the_real_dashboard_renders_data_from_one_row_per_table(session, tmp_path):

@@ -26,11 +26,12 @@ TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_`][\w.`]*)", re.IGNORE
 
 
 # -- the real dashboard ------------------------------------------------------------------------
-def test_real_dashboard_has_the_eight_pages_on_one_grid_without_overlaps():
+def test_real_dashboard_has_its_pages_on_one_grid_without_overlaps():
     dashboard = load_dashboard(LVDASH)
     assert [p.display_name for p in dashboard.pages] == [
         "Pipelines", "Run status", "Throughput", "Latency and backlog", "Data quality", "Schema drift and quarantine", "Errors",
-        "Reconciliation and gaps"]
+        "Reconciliation and gaps", "Filters"]
+    assert [p.global_filters for p in dashboard.pages] == [False] * 8 + [True]
     raw = json.loads(LVDASH.read_text())
     assert {p.get("layoutVersion") for p in raw["pages"]} == {None}  # the 6-column grid of exports, everywhere
     for page in dashboard.pages:
@@ -42,12 +43,12 @@ def test_real_dashboard_has_the_eight_pages_on_one_grid_without_overlaps():
                     assert (x, y) not in taken, f"{w.name} overlaps {taken[(x, y)]} on page {page.name}"
                     taken[(x, y)] = w.name
         kinds = {w.kind for w in page.widgets}
-        assert "text" in kinds and kinds & {"line", "bar"}, page.name
+        assert page.global_filters or ("text" in kinds and kinds & {"line", "bar"}), page.name
 
 
 def test_real_dashboard_uses_the_documented_widget_versions_and_encodings():
     raw = json.loads(LVDASH.read_text())
-    versions = {"counter": 2, "line": 3, "bar": 3, "table": 1}
+    versions = {"counter": 2, "line": 3, "bar": 3, "table": 1, "filter-multi-select": 2}
     for page in raw["pages"]:
         for item in page["layout"]:
             w = item["widget"]
@@ -56,6 +57,9 @@ def test_real_dashboard_uses_the_documented_widget_versions_and_encodings():
                 continue
             spec = w["spec"]
             assert spec["version"] == versions[spec["widgetType"]], w["name"]
+            if spec["widgetType"].startswith("filter-"):  # one query per bound dataset, each field bound to its own
+                assert [f["queryName"] for f in spec["encodings"]["fields"]] == [q["name"] for q in w["queries"]]
+                continue
             assert [q["name"] for q in w["queries"]] == ["main_query"]
     for d in raw["datasets"]:
         assert all(line.endswith("\n") for line in d["queryLines"]), d["name"]
@@ -183,3 +187,55 @@ def test_time_labels_follow_the_span():
     assert time_label_format(77, 15, all_dates=False) == "%H:%M:%S"
     assert time_label_format(3 * 3600, 1800, all_dates=False) == "%H:%M"
     assert time_label_format(3 * 86400, 86400, all_dates=True) == "%b %d"
+
+
+def test_the_pipeline_filter_binds_every_dataset_with_a_pipeline_column():
+    """The global Pipeline filter reaches each dataset that selects `pipeline_name` (read from the
+    datasets' own SQL), so a dataset given the column later is not left unfiltered by mistake."""
+    dashboard = load_dashboard(LVDASH)
+    [(page, pipeline_filter)] = [(p, w) for p, w in dashboard.widgets() if w.kind.startswith("filter-")]
+    with_column = {d.name for d in dashboard.datasets if re.search(r"\bpipeline_name\b", d.query)}
+    assert page.global_filters and len(with_column) >= 10
+    assert {d for d, _ in pipeline_filter.bindings} == with_column
+    assert {f for _, f in pipeline_filter.bindings} == {"pipeline_name"}
+
+
+def state_filter(**field_binding: str) -> dict:
+    """A page of global filters with one multi-select on `final_state` of dataset `upd`."""
+    binding = {"fieldName": "final_state", "queryName": "q_upd", **field_binding}
+    return {"name": "filters", "displayName": "Filters", "pageType": "PAGE_TYPE_GLOBAL_FILTERS", "layout": [
+        {"widget": {"name": "state-filter", "queries": [{"name": "q_upd", "query": {
+            "datasetName": "upd", "fields": [field("final_state", "`final_state`")], "disaggregated": False}}],
+            "spec": {"version": 2, "widgetType": "filter-multi-select", "encodings": {"fields": [binding]},
+                     "frame": {"showTitle": True, "title": "State"}}},
+         "position": {"x": 0, "y": 0, "width": 2, "height": 2}}]}
+
+
+def test_a_global_filter_lists_its_first_dataset_s_values_and_keeps_its_bindings():
+    raw = copy.deepcopy(small_dashboard())
+    raw["pages"].append(state_filter())
+    page = parse_dashboard(raw).pages[-1]
+    [w] = page.widgets
+    assert page.global_filters and (w.kind, w.title, w.bindings) == ("filter-multi-select", "State", (("upd", "final_state"),))
+    assert w.query is not None and (w.query.dataset_name, [f.name for f in w.query.fields], w.query.disaggregated) == (
+        "upd", ["final_state"], False)
+
+
+@pytest.mark.parametrize("binding, message", [
+    ({"queryName": "nope"}, "names query 'nope', which the widget does not define"),
+    ({"fieldName": "status"}, "query 'q_upd' does not define the field 'status' it filters on"),
+    ({"parameterName": "state"}, "parameter filters are not supported"),
+])
+def test_a_filter_bound_to_what_its_queries_lack_is_named(binding, message):
+    error = broken(lambda raw: raw["pages"].append(state_filter(**binding)))
+    assert "widget 'state-filter'" in str(error) and message in str(error)
+
+
+def test_a_global_filters_page_holds_filters_only():
+    def change(raw):
+        page = state_filter()
+        page["layout"].append(copy.deepcopy(raw["pages"][0]["layout"][1]))
+        page["layout"][-1]["position"].update(x=2, y=0)
+        page["layout"][-1]["widget"]["name"] = "rate-2"
+        raw["pages"].append(page)
+    assert "holds filter widgets only" in str(broken(change))
