@@ -42,6 +42,10 @@ class Expectation:
         """True when the row meets the condition; NULL counts as not met."""
         return F.coalesce(F.expr(self.condition), F.lit(False))
 
+    def passes_sql(self) -> str:
+        """`passes` as SQL text, for statements run outside a pipeline (`lakewatch replay --sql`)."""
+        return f"coalesce(({self.condition}), false)"
+
 
 def warn(name: str, condition: str) -> Expectation:
     return Expectation(name, condition, Action.WARN)

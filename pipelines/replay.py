@@ -19,8 +19,9 @@ is corrected, say), those rows can go into the clean table, in two steps:
    left `{table}_rejected` (a full refresh of it, which evaluates every bronze row again together with
    the clean table) writes nothing.
 
-The queue is the record of what was replayed: emptying or dropping it loses that record (and a dropped
-queue's new table is not the one the flow's checkpoint read).
+The queue records what was queued; the clean table's own rows record what was sent, so rows deleted
+from the queue can be queued again without reaching the clean table twice. Dropping the queue breaks
+the flow: a new table of that name is not the one its checkpoint read.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pyspark.sql import functions as F
 
 from pipelines import expectations
 from pipelines.config import FAILED_EXPECTATIONS, INGESTED_AT, TableSpec
+from pipelines.sqltypes import quote_string
 
 REPLAY_KEY = "_replay_key"
 REPLAY_ID = "_replay_id"
@@ -51,10 +53,6 @@ def content_key_sql(columns: list[str]) -> str:
     return f"sha2(to_json(struct({fields}), map('timeZone', 'UTC')), 256)"
 
 
-def quote_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def selected_sql(expectation: str | None) -> str:
     """The rejected rows a replay takes: those that failed `expectation`, or every one."""
     return "true" if expectation is None else f"array_contains({FAILED_EXPECTATIONS}, {quote_string(expectation)})"
@@ -64,7 +62,7 @@ def passes_sql(table: TableSpec) -> str:
     """True when a row meets each of the table's `drop` and `fail` expectations as they are now (NULL
     counts as failed, as the expectations count it)."""
     rules = [e for e in table.expectations if e.action in (expectations.Action.DROP, expectations.Action.FAIL)]
-    return " AND ".join(f"coalesce(({e.condition}), false)" for e in rules) or "true"
+    return " AND ".join(e.passes_sql() for e in rules) or "true"
 
 
 def candidates_sql(table: TableSpec, columns: list[str], expectation: str | None) -> str:

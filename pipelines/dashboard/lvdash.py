@@ -251,7 +251,6 @@ def _layout_item(raw: Any, page_where: str, columns: int, datasets: Mapping[str,
     query = _widget_query(w.get("queries"), where, datasets)
     encodings = _encodings(_mapping(spec.get("encodings"), f"{where} 'encodings'"), kind, where)
     _check_fields_match(query, encodings, where)
-    frame = spec.get("frame") or {}
     mark = spec.get("mark") or {}
     palette = tuple(mark.get("colors") or PALETTE)
     color_enc = (spec.get("encodings") or {}).get("color") or {}
@@ -259,10 +258,9 @@ def _layout_item(raw: Any, page_where: str, columns: int, datasets: Mapping[str,
     layout = mark.get("layout", "stack")
     if layout not in ("stack", "group", "stack-100"):
         raise DashboardError(where, f"unknown bar layout {layout!r} (stack, group or stack-100)")
+    title, description = _frame_text(spec)
     return Widget(
-        name=name, kind=kind, position=position,
-        title=str(frame.get("title") or "") if frame.get("showTitle", True) else "",
-        description=str(frame.get("description") or "") if frame.get("showDescription", False) else "",
+        name=name, kind=kind, position=position, title=title, description=description,
         query=query, encodings=encodings, bar_layout=layout, palette=palette, color_mappings=mappings,
         labels=((spec.get("encodings") or {}).get("label") or {}).get("show") is True,
     )
@@ -281,7 +279,7 @@ def _filter_widget(name: str, kind: str, position: Position, w: Mapping[str, Any
     bound = _list(_mapping(spec.get("encodings"), f"{where} 'encodings'").get("fields"), f"{where} encoding 'fields'")
     if not bound:
         raise DashboardError(where, "a filter binds at least one field")
-    bindings, encodings = [], []
+    bindings: list[tuple[str, str]] = []
     for raw in bound:
         e = _mapping(raw, f"{where} encoding 'fields'")
         if "parameterName" in e:
@@ -293,18 +291,21 @@ def _filter_widget(name: str, kind: str, position: Position, w: Mapping[str, Any
         query = queries[query_name]
         if field_name not in {f.name for f in query.fields}:
             raise DashboardError(where, f"query '{query_name}' does not define the field '{field_name}' it filters on")
+        if not bindings:  # the first binding's values are the choices shown
+            [shown] = [f for f in query.fields if f.name == field_name]
+            choices = WidgetQuery(query.dataset_name, (shown,), False, (Order(shown.expression, False),))
+            encoding = Encoding("field", field_name, str(e.get("displayName") or field_name))
         bindings.append((query.dataset_name, field_name))
-        encodings.append(Encoding("field", field_name, str(e.get("displayName") or field_name)))
-    first = queries[_mapping(bound[0], where)["queryName"]]
-    [shown] = [f for f in first.fields if f.name == bindings[0][1]]
+    title, description = _frame_text(spec)
+    return Widget(name=name, kind=kind, position=position, title=title, description=description,
+                  query=choices, encodings=(encoding,), bindings=tuple(bindings))
+
+
+def _frame_text(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """A widget's title and description, each empty when its frame does not show it."""
     frame = spec.get("frame") or {}
-    return Widget(
-        name=name, kind=kind, position=position,
-        title=str(frame.get("title") or "") if frame.get("showTitle", True) else "",
-        description=str(frame.get("description") or "") if frame.get("showDescription", False) else "",
-        query=WidgetQuery(first.dataset_name, (shown,), False, (Order(shown.expression, False),)),
-        encodings=(encodings[0],), bindings=tuple(bindings),
-    )
+    return (str(frame.get("title") or "") if frame.get("showTitle", True) else "",
+            str(frame.get("description") or "") if frame.get("showDescription", False) else "")
 
 
 def _widget_query(raw: Any, where: str, datasets: Mapping[str, Dataset]) -> WidgetQuery:
